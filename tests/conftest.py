@@ -1,0 +1,50 @@
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def run_script(script, *argv, cwd, timeout=300, check=True):
+    """Run a top-level script as a user would, from `cwd` (so runs/ lands there)."""
+    proc = subprocess.run([sys.executable, str(REPO / script), *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script} {' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def run_dirs(cwd):
+    return sorted(p for p in (Path(cwd) / "runs").iterdir() if p.is_dir())
+
+
+def read_scalars(run_dir):
+    """{tag: [(step, value), ...]} read back with TensorBoard's own event reader."""
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def read_text_tags(run_dir):
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    return acc.Tags()["tensors"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    """Run in-process training from an empty folder."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
