@@ -48,3 +48,22 @@ def in_tmp(tmp_path, monkeypatch):
     """Run in-process training from an empty folder."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+# ------------------------------------------------------------------------------------------------
+# The grader of ppo_scratch_skeleton.py: `--solution FILE` (repeatable) grades FILE instead of
+# the reference completion.
+# ------------------------------------------------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--solution", action="append", default=[],
+                     help="grade this completed ppo_scratch_skeleton.py (default: the reference)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "learning: trains for a while (left out when grading mutants)")
+
+
+def pytest_generate_tests(metafunc):
+    if "solution_path" in metafunc.fixturenames:
+        paths = metafunc.config.getoption("solution") or ["reference"]
+        metafunc.parametrize("solution_path", paths, ids=[Path(p).stem for p in paths], scope="module")
