@@ -103,14 +103,15 @@ def parse_args(argv=None):
 
 
 def fail(message):
-    """Bad input: one line on stderr, exit code 2, no traceback."""
-    sys.exit(f"{os.path.basename(__file__)}: error: {message}")
+    """Bad input: one line on stderr and argparse's exit code 2, no traceback."""
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 # ================================================================================================
 # 2. Environment
 # ================================================================================================
-def make_env(env_id, idx, capture_video, run_name, norm_reward, gamma):
+def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if capture_video and idx == 0:
             env = gym.make(env_id, render_mode="rgb_array")
@@ -118,8 +119,6 @@ def make_env(env_id, idx, capture_video, run_name, norm_reward, gamma):
         else:
             env = gym.make(env_id)
         env = gym.wrappers.RecordEpisodeStatistics(env)  # raw returns, before any reward scaling
-        if norm_reward:
-            env = gym.wrappers.NormalizeReward(env, gamma=gamma)
         return env
 
     return thunk
@@ -129,8 +128,7 @@ def make_envs(args, run_name):
     """N copies of the env stepped in turn in this process (fastest for cheap envs)."""
     try:
         envs = gym.vector.SyncVectorEnv(
-            [make_env(args.env_id, i, args.capture_video, run_name, args.norm_reward, args.gamma)
-             for i in range(args.num_envs)]
+            [make_env(args.env_id, i, args.capture_video, run_name) for i in range(args.num_envs)]
         )
     except gym.error.Error as e:
         fail(f"cannot make env {args.env_id!r}: {e}")
@@ -138,6 +136,8 @@ def make_envs(args, run_name):
         envs.close()
         fail(f"ppo.py needs a Discrete action space; {args.env_id} has {envs.single_action_space} "
              f"(use ppo_continuous_action.py for Box actions)")
+    if args.norm_reward:  # one running statistic shared by all N envs
+        envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)
     return envs
 
 
@@ -359,6 +359,8 @@ def train(args):
                     optimizer.zero_grad()
                     loss.backward()
                     grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
+                        raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
                     optimizer.step()
 
                     if args.target_kl is not None and approx_kl > args.target_kl:
@@ -394,6 +396,9 @@ def train(args):
         save_model(agent, args, model_path)
         print(f"interrupted at global_step={global_step}; model saved to {model_path}")
         sys.exit(130)
+    except FloatingPointError as e:
+        save_model(agent, args, model_path)  # the weights are still those of the last good step
+        fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")
     except BaseException:
         save_model(agent, args, model_path)
         print(f"crashed at global_step={global_step}; model saved to {model_path}", file=sys.stderr)
@@ -420,24 +425,23 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False):
     try:
         checkpoint = torch.load(checkpoint_path, map_location="cpu")
     except (OSError, RuntimeError) as e:
-        fail(f"cannot load checkpoint {checkpoint_path!r}: {e}")
+        fail(f"cannot load checkpoint {checkpoint_path!r}: {str(e).splitlines()[0]}")
     env_id = checkpoint["args"]["env_id"]
     run_name = f"{os.path.basename(os.path.dirname(checkpoint_path))}-eval"
-    env = make_env(env_id, 0, capture_video, run_name, norm_reward=False, gamma=0.99)()
-    agent = Agent(int(np.prod(env.observation_space.shape)), env.action_space.n)
+    envs = gym.vector.SyncVectorEnv([make_env(env_id, 0, capture_video, run_name)])
+    agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space.n)
     agent.load_state_dict(checkpoint["model"])
 
     episodic_returns = []
-    obs, _ = env.reset(seed=seed)
+    obs, _ = envs.reset(seed=seed)
     while len(episodic_returns) < eval_episodes:
         with torch.inference_mode():
             logits = agent.actor(torch.as_tensor(obs, dtype=torch.float32))
-        obs, _, terminated, truncated, info = env.step(int(logits.argmax()))
-        if terminated or truncated:
-            episodic_returns.append(float(info["episode"]["r"]))
+        obs, _, _, _, infos = envs.step(logits.argmax(dim=-1).numpy())
+        if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
+            episodic_returns.append(float(infos["episode"]["r"][0]))
             print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
-            obs, _ = env.reset()
-    env.close()
+    envs.close()
     return episodic_returns
 
 

@@ -1,198 +1,20 @@
-"""Behaviour of ppo.py: GAE, autoreset masking, logging, determinism, errors, checkpoints."""
-import json
-import signal
-import subprocess
-import sys
-import time
-import urllib.parse
-import urllib.request
-
-import gymnasium as gym
+"""What only ppo.py does: Categorical policies on Discrete envs."""
 import numpy as np
-import pytest
-import torch
 
 import ppo
-from conftest import REPO, free_port, read_scalars, read_text_tags, run_dirs, run_script
+from conftest import read_scalars, run_dirs, run_script
+from test_scripts import SCRIPTS, assert_one_line_error, capture_gae_inputs
 
-# A run this small takes a few seconds: 4 envs x 64 steps x 4 iterations.
-SHORT = ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]
-
-TAGS = ["charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
-        "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/old_approx_kl",
-        "losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "diagnostics/grad_norm"]
+SHORT = SCRIPTS[0].short
 
 
-# ------------------------------------------------------------------------------------------------
-# GAE
-# ------------------------------------------------------------------------------------------------
-def gae(rewards, values, terminations, truncations, next_value, gamma=0.99, gae_lambda=0.95):
-    as_array = lambda x: np.asarray(x, dtype=np.float32).reshape(len(x), -1)
-    return ppo.compute_gae(as_array(rewards), as_array(values), as_array(terminations),
-                           as_array(truncations), np.asarray(next_value, np.float32).reshape(-1),
-                           gamma, gae_lambda)
-
-
-def test_gae_worked_example():
-    advantages, returns = gae([0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0])
-    np.testing.assert_allclose(advantages[:, 0], [0.8319, 0.8845, 0.9405, 1.0], atol=1e-4)
-    np.testing.assert_allclose(returns, advantages)
-
-
-def test_gae_bootstraps_truncation_but_not_termination():
-    # One-step episodes ending at t=0, then the autoreset row t=1 whose stored obs is s_final.
-    values = [0.0, 10.0, 0.0]  # values[1] = V(s_final)
-    terminated, _ = gae([1, 0, 0], values, [1, 0, 0], [0, 0, 0], [0])
-    truncated, _ = gae([1, 0, 0], values, [0, 0, 0], [1, 0, 0], [0])
-    assert terminated[0, 0] == pytest.approx(1.0)
-    assert truncated[0, 0] == pytest.approx(1.0 + 0.99 * 10.0)
-
-
-def per_episode_reference(rewards, values, terminations, truncations, is_transition, next_value,
-                          gamma, gae_lambda):
-    """A_t = sum_k (gamma lambda)^k delta_{t+k}, summed forward inside each episode only."""
-    num_steps, num_envs = rewards.shape
-    expected = np.full((num_steps, num_envs), np.nan)
-    for env in range(num_envs):
-        values_next = np.append(values[1:, env], next_value[env])
-        for t in range(num_steps):
-            if not is_transition[t, env]:
-                continue
-            total, discount = 0.0, 1.0
-            for k in range(t, num_steps):
-                bootstrap = 0.0 if terminations[k, env] else values_next[k]
-                total += discount * (rewards[k, env] + gamma * bootstrap - values[k, env])
-                if terminations[k, env] or truncations[k, env]:
-                    break
-                discount *= gamma * gae_lambda
-            expected[t, env] = total
-    return expected
-
-
-def synthetic_rollout(num_steps=40, num_envs=5, seed=0):
-    """Random rollout with gymnasium 1.0's layout: after an end, an autoreset row (r=0, no flags)."""
-    rng = np.random.default_rng(seed)
-    shape = (num_steps, num_envs)
-    rewards, terminations, truncations = rng.normal(size=shape), np.zeros(shape), np.zeros(shape)
-    is_transition = np.ones(shape, dtype=bool)
-    for env in range(num_envs):
-        for t in range(num_steps):
-            if t > 0 and (terminations[t - 1, env] or truncations[t - 1, env]):
-                is_transition[t, env] = False
-                rewards[t, env] = 0.0
-                continue
-            u = rng.random()
-            terminations[t, env] = u < 0.1
-            truncations[t, env] = 0.1 <= u < 0.2 or u < 0.02  # sometimes both flags at once
-    return (rewards.astype(np.float32), rng.normal(size=shape).astype(np.float32),
-            terminations.astype(np.float32), truncations.astype(np.float32), is_transition,
-            rng.normal(size=num_envs).astype(np.float32))
-
-
-@pytest.mark.parametrize("gae_lambda", [0.95, 1.0])
-def test_gae_matches_per_episode_reference(gae_lambda):
-    rewards, values, terminations, truncations, is_transition, next_value = synthetic_rollout()
-    assert (~is_transition).sum() > 10 and truncations.sum() > 5 and terminations.sum() > 5
-    advantages, returns = ppo.compute_gae(rewards, values, terminations, truncations, next_value,
-                                          0.99, gae_lambda)
-    expected = per_episode_reference(rewards, values, terminations, truncations, is_transition,
-                                     next_value, 0.99, gae_lambda)
-    np.testing.assert_allclose(advantages[is_transition], expected[is_transition], atol=1e-4)
-    np.testing.assert_allclose(returns, advantages + values, atol=1e-6)
-
-
-# ------------------------------------------------------------------------------------------------
-# The training loop, observed from inside
-# ------------------------------------------------------------------------------------------------
-SENTINEL = 1000.0
-
-
-class MarkFinalObservation(gym.Wrapper):
-    """Replaces an episode's final observation by a sentinel; under next-step autoreset it is
-    stored exactly in the autoreset rows, which must never reach the loss."""
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if terminated or truncated:
-            obs = np.full_like(obs, SENTINEL)
-        return obs, reward, terminated, truncated, info
-
-
-def record_agent_calls(monkeypatch):
-    """Record every get_action_and_value call: (grad enabled?, obs, action, logprob)."""
-    calls = []
-    original = ppo.Agent.get_action_and_value
-
-    def recording(self, x, action=None):
-        out = original(self, x, action)
-        calls.append((torch.is_grad_enabled(), x.detach().clone(), out[0].detach().clone(),
-                      out[1].detach().clone()))
-        return out
-
-    monkeypatch.setattr(ppo.Agent, "get_action_and_value", recording)
-    return calls
-
-
-def test_autoreset_rows_never_reach_the_loss(in_tmp, monkeypatch):
-    def make_marked_envs(args, run_name):
-        return gym.vector.SyncVectorEnv([
-            lambda: gym.wrappers.RecordEpisodeStatistics(
-                MarkFinalObservation(gym.make("CartPole-v1", max_episode_steps=30)))
-            for _ in range(args.num_envs)])
-
-    monkeypatch.setattr(ppo, "make_envs", make_marked_envs)
-    calls = record_agent_calls(monkeypatch)
-    args = ppo.parse_args(SHORT + ["--update-epochs", "2"])
-    ppo.train(args)
-
-    rollout_obs = [x for grad, x, _, _ in calls if not grad]  # the batched forward after each rollout
-    update_obs = [x for grad, x, _, _ in calls if grad]
-    assert len(rollout_obs) == args.num_iterations
-    autoreset_rows = [int((x[..., 0] == SENTINEL).sum()) for x in rollout_obs]
-    assert sum(autoreset_rows) > 10  # the test can fail: autoreset rows do get stored
-    assert all(not (x == SENTINEL).any() for x in update_obs)
-    rows_per_epoch = [args.batch_size - n for n in autoreset_rows]
-    assert sum(len(x) for x in update_obs) == args.update_epochs * sum(rows_per_epoch)
-
-
-def test_ratio_is_one_on_first_minibatch(in_tmp, monkeypatch):
-    calls = record_agent_calls(monkeypatch)
-    ppo.train(ppo.parse_args(SHORT))
-    _, rollout_obs, rollout_actions, rollout_logprobs = next(c for c in calls if not c[0])
-    old_logprob = {(o.numpy().tobytes(), int(a)): float(lp) for o, a, lp in zip(
-        rollout_obs.reshape(-1, 4), rollout_actions.reshape(-1), rollout_logprobs.reshape(-1))}
-    _, mb_obs, mb_actions, mb_newlogprob = next(c for c in calls if c[0])
-    old = torch.tensor([old_logprob[(o.numpy().tobytes(), int(a))] for o, a in zip(mb_obs, mb_actions)])
-    ratio = (mb_newlogprob - old).exp()
-    assert len(ratio) > 40  # a whole minibatch (a quarter of 256 rows, less autoreset rows)
-    torch.testing.assert_close(ratio, torch.ones_like(ratio), atol=1e-6, rtol=0)
-
-
-def test_target_kl_stops_both_loops(in_tmp, monkeypatch):
-    calls = record_agent_calls(monkeypatch)
-    args = ppo.parse_args(SHORT + ["--target-kl", "1e-9"])
-    ppo.train(args)
-    # approx_kl is exactly 0 on the first minibatch (ratio 1), above the target on the second:
-    # two gradient steps per iteration, then neither loop goes on
-    assert sum(grad for grad, *_ in calls) == 2 * args.num_iterations
-    scalars = read_scalars(run_dirs(in_tmp)[0])
-    assert [v for _, v in scalars["diagnostics/update_epochs_done"]] == [1.0] * args.num_iterations
-
-
-def capture_gae_inputs(monkeypatch):
-    seen = []
-    original = ppo.compute_gae
-
-    def capturing(rewards, values, terminations, truncations, *rest):
-        seen.append((rewards.copy(), terminations.copy(), truncations.copy()))
-        return original(rewards, values, terminations, truncations, *rest)
-
-    monkeypatch.setattr(ppo, "compute_gae", capturing)
-    return seen
+def test_continuous_env_is_refused(tmp_path):
+    proc = run_script("ppo.py", "--env-id", "Pendulum-v1", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "needs a Discrete action space")
 
 
 def test_norm_reward_scales_rewards_but_logs_raw_returns(in_tmp, monkeypatch):
-    seen = capture_gae_inputs(monkeypatch)
+    seen = capture_gae_inputs(ppo, monkeypatch)
     ppo.train(ppo.parse_args(SHORT + ["--norm-reward"]))
     rewards = np.concatenate([r for r, _, _ in seen])
     assert not np.isin(rewards, [0.0, 1.0]).all()  # CartPole's raw rewards are 1 (0 on autoreset)
@@ -200,146 +22,16 @@ def test_norm_reward_scales_rewards_but_logs_raw_returns(in_tmp, monkeypatch):
     assert returns and all(float(r).is_integer() for r in returns)
 
 
-@pytest.mark.parametrize("bootstrap", ["true", "false"])
-def test_bootstrap_truncation_flag(in_tmp, monkeypatch, bootstrap):
-    monkeypatch.setattr(ppo, "make_envs", lambda args, run_name: gym.vector.SyncVectorEnv(
-        [lambda: gym.wrappers.RecordEpisodeStatistics(gym.make("CartPole-v1", max_episode_steps=8))
-         for _ in range(args.num_envs)]))
-    seen = capture_gae_inputs(monkeypatch)
-    ppo.train(ppo.parse_args(SHORT + ["--bootstrap-truncation", bootstrap]))
-    episode_ends = np.concatenate([t for _, t, _ in seen])
-    truncations = np.concatenate([tr for _, _, tr in seen])
-    assert truncations.sum() > 0
-    # treated as terminal (zero bootstrap) only when the flag is off
-    assert (episode_ends[truncations == 1] == 1).all() == (bootstrap == "false")
-
-
-def test_grad_norm_is_the_norm_before_clipping(in_tmp):
-    ppo.train(ppo.parse_args(SHORT + ["--max-grad-norm", "1e-6"]))
-    grad_norms = [v for _, v in read_scalars(run_dirs(in_tmp)[0])["diagnostics/grad_norm"]]
-    assert len(grad_norms) == 4 and min(grad_norms) > 1e-6
-
-
-# ------------------------------------------------------------------------------------------------
-# As a user runs it
-# ------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def short_run(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("short_run")
-    proc = run_script("ppo.py", *SHORT, "--seed", "3", "--save-model", cwd=cwd)
-    (run_dir,) = run_dirs(cwd)
-    return cwd, run_dir, proc
-
-
-def test_short_run_writes_every_tag(short_run):
-    _, run_dir, proc = short_run
-    scalars = read_scalars(run_dir)
-    for tag in TAGS:
-        assert tag in scalars, tag
-    assert len(scalars["charts/SPS"]) == 4  # once per iteration
-    assert len(scalars["charts/episodic_return"]) >= 10  # CartPole episodes are short at first
-    assert "hyperparameters/text_summary" in read_text_tags(run_dir)
-    assert "global_step=" in proc.stdout and "episodic_return=" in proc.stdout
-    assert "SPS=" in proc.stdout and "time_left=" in proc.stdout
-
-
-def test_tensorboard_server_serves_the_scalars(short_run):
-    cwd, run_dir, _ = short_run
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(cwd / "runs"),
-                               "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        query = urllib.parse.urlencode({"run": run_dir.name, "tag": "charts/episodic_return"})
-        url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}"
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    served = json.load(response)
-                if served:
-                    break
-            except OSError:
-                pass
-            assert time.time() < deadline, "TensorBoard did not serve the scalars within 60 s"
-            time.sleep(0.5)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-    expected = read_scalars(run_dir)["charts/episodic_return"]
-    # the server keeps one point per step (two episodes can end on the same global_step)
-    expected_by_step = {}
-    for step, value in expected:
-        expected_by_step.setdefault(step, []).append(value)
-    assert [step for _, step, _ in served] == sorted(expected_by_step)
-    assert all(value in expected_by_step[step] for _, step, value in served)
-
-
-def test_same_seed_gives_identical_metrics(short_run, tmp_path):
-    _, first_run, _ = short_run
-    run_script("ppo.py", *SHORT, "--seed", "3", cwd=tmp_path)
-    first, second = read_scalars(first_run), read_scalars(run_dirs(tmp_path)[0])
-    for tag in TAGS:
-        if tag != "charts/SPS":
-            assert first[tag] == second[tag], tag
-
-
-def test_save_load_evaluate_round_trip(short_run):
-    cwd, run_dir, _ = short_run
-    checkpoint = run_dir / "ppo.pt"
-    saved = torch.load(checkpoint)
-    assert saved["args"]["env_id"] == "CartPole-v1"
-    proc = run_script("ppo.py", "--eval-checkpoint", str(checkpoint), "--eval-episodes", "3", cwd=cwd)
-    assert proc.stdout.count("eval_episode=") == 3 and "mean_return=" in proc.stdout
-    returns = ppo.evaluate(str(checkpoint), eval_episodes=3, seed=5)
-    assert len(returns) == 3 and all(r >= 1 for r in returns)
-
-
 def test_trained_model_beats_random_on_evaluation(tmp_path):
-    # 20k steps lift CartPole well above a random policy's ~22 on every seed tried
+    # 20k steps lift CartPole well above a random policy's ~22
     run_script("ppo.py", "--total-timesteps", "20000", "--save-model", cwd=tmp_path)
     returns = ppo.evaluate(str(run_dirs(tmp_path)[0] / "ppo.pt"), eval_episodes=5)
     assert np.mean(returns) > 60
 
 
-def test_capture_video_writes_mp4(short_run):
-    cwd, run_dir, _ = short_run
-    run_script("ppo.py", "--eval-checkpoint", str(run_dir / "ppo.pt"), "--eval-episodes", "1",
-               "--capture-video", cwd=cwd)
-    assert list((cwd / "videos").rglob("*.mp4"))
-
-
-def test_interrupt_saves_model_and_logs(tmp_path):
-    proc = subprocess.Popen([sys.executable, str(REPO / "ppo.py"), "--total-timesteps", "10000000"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not list(tmp_path.glob("runs/*/events.out.tfevents.*")) and time.time() < deadline:
-        time.sleep(0.2)
-    time.sleep(3)  # let it learn a little
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
-    assert "model saved to" in stdout
-    (run_dir,) = run_dirs(tmp_path)
-    assert (run_dir / "ppo.pt").exists()
-    assert read_scalars(run_dir)["charts/SPS"]
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
-    (["--env-id", "Pendulum-v1"], "Discrete"),
-    (["--num-minibatches", "3"], "--num-minibatches"),
-    (["--num-envs", "0"], "--num-envs must be positive"),
-    (["--num-steps", "-5"], "--num-steps must be positive"),
-    (["--total-timesteps", "0"], "--total-timesteps must be positive"),
-    (["--anneal-lr", "maybe"], "--anneal-lr"),
-    (["--eval-checkpoint", "missing.pt"], "missing.pt"),
-])
-def test_bad_input_gives_one_clear_line(tmp_path, argv, message):
-    proc = run_script("ppo.py", *argv, cwd=tmp_path, check=False)
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("usage:")]
-    assert len(lines) == 1, proc.stderr
-    assert "error" in lines[0] and message in lines[0]
+def test_capture_video_writes_mp4(tmp_path):
+    run_script("ppo.py", *SHORT, "--save-model", cwd=tmp_path)
+    checkpoint = run_dirs(tmp_path)[0] / "ppo.pt"
+    run_script("ppo.py", "--eval-checkpoint", str(checkpoint), "--eval-episodes", "1", "--capture-video",
+               cwd=tmp_path)
+    assert list((tmp_path / "videos").rglob("*.mp4"))

@@ -1,0 +1,111 @@
+"""What only ppo_continuous_action.py does: the Gaussian policy, action clipping, observation
+normalisation saved with the model, and stopping on NaN."""
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import ppo_continuous_action as pca
+from conftest import read_scalars, run_dirs, run_script
+from test_scripts import SCRIPTS, assert_one_line_error, record_agent_calls
+
+SHORT = SCRIPTS[1].short
+
+
+def test_gaussian_log_prob_and_entropy_by_hand():
+    torch.manual_seed(0)
+    agent = pca.Agent(3, 2)
+    with torch.no_grad():
+        agent.actor_logstd.copy_(torch.tensor([[0.5, -1.0]]))
+    x = torch.randn(4, 3)
+    action = torch.tensor([[0.3, -2.0], [1.5, 0.0], [-0.7, 0.2], [0.0, 4.0]])
+    returned, logprob, entropy, value = agent.get_action_and_value(x, action)
+    mean, std = agent.actor_mean(x), torch.tensor([math.exp(0.5), math.exp(-1.0)])
+    # log N(a; mu, sigma) = -(a - mu)^2 / (2 sigma^2) - log sigma - log(2 pi) / 2, summed over dims
+    expected_logprob = (-(action - mean) ** 2 / (2 * std**2) - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+    expected_entropy = (0.5 + 0.5 * math.log(2 * math.pi) + std.log()).sum().expand(4)
+    assert torch.equal(returned, action)
+    torch.testing.assert_close(logprob, expected_logprob)
+    torch.testing.assert_close(entropy, expected_entropy)
+    torch.testing.assert_close(value, agent.critic(x))
+
+
+class RecordActions(gym.Wrapper):
+    received = []
+
+    def step(self, action):
+        RecordActions.received.append(np.array(action))
+        return self.env.step(action)
+
+
+def test_env_gets_clipped_actions_storage_keeps_the_sample(in_tmp, monkeypatch):
+    original = pca.make_env
+    monkeypatch.setattr(pca, "make_env", lambda *a: lambda: RecordActions(original(*a)()))
+    RecordActions.received = []
+    calls = record_agent_calls(SCRIPTS[1], monkeypatch)
+    pca.train(pca.parse_args(SHORT))
+    stored = torch.cat([action.reshape(-1) for grad, _, action, _ in calls if not grad])
+    received = np.concatenate(RecordActions.received)
+    assert (stored.abs() > 2).any()  # std 1 at the start: some samples fall outside Pendulum's [-2, 2]
+    assert np.abs(received).max() <= 2.0
+    # every action the env got is a clipped stored sample (autoreset steps send none)
+    assert np.isin(received, np.clip(stored.numpy(), -2, 2)).all()
+    assert len(received) == len(stored) - 4  # 2 envs x 2 episode ends
+
+
+def test_checkpoint_restores_observation_statistics(tmp_path, monkeypatch):
+    run_script("ppo_continuous_action.py", *SHORT, "--save-model", cwd=tmp_path)
+    checkpoint = run_dirs(tmp_path)[0] / "ppo_continuous_action.pt"
+    stats = torch.load(checkpoint)["obs_rms"]
+    assert stats["count"] > 1000 and not torch.allclose(stats["var"], torch.ones(3))
+
+    seen = []  # what the policy network is fed during evaluation
+
+    class RecordingAgent(pca.Agent):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.actor_mean.register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0].clone()))
+
+    monkeypatch.setattr(pca, "Agent", RecordingAgent)
+    with_stats = pca.evaluate(str(checkpoint), eval_episodes=1, seed=7)
+    first_with, seen[:] = seen[0], []
+    without_stats = pca.evaluate(str(checkpoint), eval_episodes=1, seed=7, use_obs_rms=False)
+    first_without = seen[0]
+
+    raw, _ = gym.make("Pendulum-v1").reset(seed=7)
+    normalised = np.clip((raw - stats["mean"].numpy()) / np.sqrt(stats["var"].numpy() + 1e-8), -10, 10)
+    np.testing.assert_allclose(first_with[0].numpy(), normalised, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(first_without[0].numpy(), normalised, atol=1e-3)
+    assert with_stats != without_stats
+
+
+class NanRewardAfter(gym.Wrapper):
+    def __init__(self, env, steps):
+        super().__init__(env)
+        self.steps_left = steps
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps_left -= 1
+        return obs, (np.nan if self.steps_left < 0 else reward), terminated, truncated, info
+
+
+def test_nan_stops_the_run_and_keeps_the_last_good_model(in_tmp, monkeypatch, capsys):
+    original = pca.make_env
+    monkeypatch.setattr(pca, "make_env", lambda *a: lambda: NanRewardAfter(original(*a)(), 300))
+    with pytest.raises(SystemExit) as stop:
+        pca.train(pca.parse_args(SHORT))
+    assert stop.value.code == 2
+    message = capsys.readouterr().err.strip()
+    assert "non-finite loss or gradient" in message and "last good model is saved" in message
+    (run_dir,) = run_dirs(in_tmp)
+    saved = torch.load(run_dir / "ppo_continuous_action.pt")["model"]
+    assert all(torch.isfinite(w).all() for w in saved.values())
+    assert read_scalars(run_dir)["charts/SPS"]  # the iterations before the NaN are logged
+
+
+def test_discrete_env_is_refused(tmp_path):
+    proc = run_script("ppo_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "needs a Box action space")
