@@ -119,6 +119,7 @@ def fail(message):
 def make_env(env_id, idx, capture_video, run_name):
     def thunk():
         if capture_video and idx == 0:
+            os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders without a display
             env = gym.make(env_id, render_mode="rgb_array")
             env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
         else:

@@ -109,3 +109,12 @@ def test_nan_stops_the_run_and_keeps_the_last_good_model(in_tmp, monkeypatch, ca
 def test_discrete_env_is_refused(tmp_path):
     proc = run_script("ppo_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path, check=False)
     assert_one_line_error(proc, "needs a Box action space")
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "Hopper-v4"])  # pygame; MuJoCo through EGL
+def test_capture_video_writes_mp4_headless(tmp_path, env_id):
+    run_script("ppo_continuous_action.py", *SHORT[2:], "--env-id", env_id, "--save-model", cwd=tmp_path)
+    checkpoint = run_dirs(tmp_path)[0] / "ppo_continuous_action.pt"
+    run_script("ppo_continuous_action.py", "--eval-checkpoint", str(checkpoint), "--eval-episodes", "1",
+               "--capture-video", cwd=tmp_path)
+    assert list((tmp_path / "videos").rglob("*.mp4"))

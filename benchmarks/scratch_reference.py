@@ -1,0 +1,66 @@
+"""How many steps the reference completion of ppo_scratch_skeleton.py needs to solve CartPole-v1
+(first 100-episode mean >= 475), with the skeleton's own hyperparameters, on N seeds.
+
+    python benchmarks/scratch_reference.py --seeds 5
+
+Writes the table to benchmarks/results/scratch_reference.md.
+"""
+import argparse
+import contextlib
+import importlib.util
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from scratch_reference import complete  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=5, help="seeds 1..N")
+    args = p.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        path = Path(workdir) / "ppo_scratch_reference.py"
+        path.write_text(complete())
+        spec = importlib.util.spec_from_file_location("ppo_scratch_reference", path)
+        reference = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(reference)
+        for seed in range(1, args.seeds + 1):
+            run_dir = Path(workdir) / "runs" / f"seed{seed}"
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.chdir(workdir):
+                reference.train(seed=seed, run_name=f"seed{seed}")
+            acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+            acc.Reload()
+            episodes = acc.Scalars("charts/episodic_return")
+            returns = np.array([e.value for e in episodes])
+            solved = next((episodes[i].step for i in range(99, len(returns))
+                           if returns[i - 99:i + 1].mean() >= 475), None)
+            rows.append((seed, solved, returns[-100:].mean()))
+            print(rows[-1], flush=True)
+
+    lines = [f"Command: `python benchmarks/scratch_reference.py --seeds {args.seeds}` "
+             f"({time.strftime('%Y-%m-%d')}; {reference.TOTAL_TIMESTEPS:,} steps per run)", "",
+             "| seed | steps to a 100-episode mean >= 475 | last 100 episodes |", "|---|---|---|"]
+    lines += [f"| {seed} | {'never' if s is None else f'{s:,}'} | {final:.1f} |" for seed, s, final in rows]
+    solved = [s for _, s, _ in rows if s is not None]
+    lines += ["", f"Solved on {len(solved)}/{len(rows)} seeds"
+              + (f"; steps to solve: median {np.median(solved):,.0f}, range {min(solved):,}-{max(solved):,}."
+                 if solved else ".")]
+    table = "\n".join(lines)
+    out = REPO / "benchmarks" / "results" / "scratch_reference.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+extends Node
+# Chase: n_agents agents, each chasing its own target in the square [-1, 1] x [-1, 1].
+#
+# The game is its own sync node: it connects to the trainer (ppo_godot.py, through godot-rl's
+# GodotEnv, is the TCP server) and answers Godot RL Agents' messages, each a 4-byte little-endian
+# length and UTF-8 JSON: handshake, env_info, reset, action, call, close.
+#
+# Reward per action: SHAPING x (distance closed) - 0.01, plus 1 on reaching the target.
+# An episode ends by reaching the target (terminated) or after MAX_STEPS actions (a time-out, sent
+# as info.truncated). Like gymnasium 1.0, a finished agent sends its final observation with done,
+# then is reset by the next action message, which it ignores (reward 0, info.autoreset).
+#
+# Command line (from GodotEnv): --port=N --env_seed=N --speedup=N --action_repeat=N, and
+# --action_type=discrete|multidiscrete|continuous --n_agents=N from the launchers.
+
+const MAX_STEPS = 100  # actions per episode before a time-out
+const DT = 1.0 / 60.0  # game seconds per physics tick
+const SPEED = 1.5  # units per game second at full speed
+const REACH = 0.1  # distance that counts as reaching the target
+const SHAPING = 10.0  # reward per unit of distance closed
+const CONNECT_TIMEOUT_MS = 30000
+
+var peer = StreamPeerTCP.new()
+var rng = RandomNumberGenerator.new()
+var connected = false
+var port = 11008
+var n_agents = 16
+var action_type = "discrete"
+var action_repeat = 1
+var tick_in_action = 0
+var waiting_for_reply = false
+
+var positions = []
+var targets = []
+var velocities = []  # the current action, as a velocity applied every tick
+var steps = []
+var rewards = []
+var dones = []
+var truncated = []
+var frozen = []  # done, or reset by this action: does not move
+var autoreset = []
+
+
+func _ready():
+	var args = {}
+	for arg in OS.get_cmdline_args():
+		if arg.begins_with("--") and "=" in arg:
+			var parts = arg.substr(2, arg.length() - 2).split("=", true, 1)
+			args[parts[0]] = parts[1]
+	port = int(args.get("port", "11008"))
+	rng.seed = int(args.get("env_seed", "0"))
+	action_repeat = max(1, int(args.get("action_repeat", "1")))
+	n_agents = int(args.get("n_agents", "16"))
+	action_type = args.get("action_type", "discrete")
+	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
+	for i in range(n_agents):
+		positions.append(Vector2())
+		targets.append(Vector2())
+		velocities.append(Vector2())
+		steps.append(0)
+		rewards.append(0.0)
+		dones.append(false)
+		truncated.append(false)
+		frozen.append(false)
+		autoreset.append(false)
+		reset_agent(i)
+	connected = connect_to_trainer()
+	if not connected:
+		printerr("chase: no trainer listening on 127.0.0.1:%d" % port)
+		get_tree().quit(1)
+
+
+func connect_to_trainer():
+	# The trainer may start listening after the game starts: retry until it does.
+	var start = OS.get_ticks_msec()
+	while OS.get_ticks_msec() - start < CONNECT_TIMEOUT_MS:
+		peer = StreamPeerTCP.new()
+		peer.set_big_endian(false)
+		peer.connect_to_host("127.0.0.1", port)
+		while peer.get_status() == StreamPeerTCP.STATUS_CONNECTING:
+			OS.delay_msec(5)
+		if peer.get_status() == StreamPeerTCP.STATUS_CONNECTED:
+			peer.set_no_delay(true)
+			return true
+		OS.delay_msec(100)
+	return false
+
+
+func _physics_process(_delta):
+	if not connected:
+		return
+	if tick_in_action == 0:
+		if waiting_for_reply:
+			end_action()
+			send({"type": "step", "obs": observations(), "reward": rewards, "done": dones, "info": infos()})
+			waiting_for_reply = false
+		if not handle_messages_until_action():
+			connected = false
+			get_tree().quit()
+			return
+	for i in range(n_agents):
+		tick(i)
+	tick_in_action = (tick_in_action + 1) % action_repeat
+
+
+func handle_messages_until_action():
+	while true:
+		var message = receive()
+		if message == null or message["type"] == "close":
+			return false
+		match message["type"]:
+			"handshake":
+				pass
+			"env_info":
+				send({"type": "env_info", "n_agents": n_agents,
+					"observation_space": {"obs": {"space": "box", "size": [4]}},
+					"action_space": action_space(), "agent_policy_names": names()})
+			"reset":
+				for i in range(n_agents):
+					reset_agent(i)
+				send({"type": "reset", "obs": observations()})
+			"call":
+				send({"type": "call", "returns": []})
+			"action":
+				start_action(message["action"])
+				waiting_for_reply = true
+				return true
+	return false
+
+
+func action_space():
+	match action_type:
+		"multidiscrete":
+			return {"move_x": {"action_type": "discrete", "size": 3},
+				"move_y": {"action_type": "discrete", "size": 3}}
+		"continuous":
+			return {"move": {"action_type": "continuous", "size": 2}}
+	return {"move": {"action_type": "discrete", "size": 5}}
+
+
+func names():
+	var out = []
+	for i in range(n_agents):
+		out.append("shared_policy")
+	return out
+
+
+func velocity(action):
+	match action_type:
+		"multidiscrete":  # each axis: 0 back, 1 stay, 2 forward
+			return Vector2(int(action["move_x"]) - 1, int(action["move_y"]) - 1)
+		"continuous":
+			return Vector2(clamp(action["move"][0], -1.0, 1.0), clamp(action["move"][1], -1.0, 1.0))
+	# discrete: stay, up, down, left, right
+	return [Vector2(0, 0), Vector2(0, -1), Vector2(0, 1), Vector2(-1, 0), Vector2(1, 0)][int(action["move"])]
+
+
+func reset_agent(i):
+	positions[i] = Vector2(rng.randf_range(-1, 1), rng.randf_range(-1, 1))
+	targets[i] = Vector2(rng.randf_range(-1, 1), rng.randf_range(-1, 1))
+	while positions[i].distance_to(targets[i]) < 2 * REACH:
+		targets[i] = Vector2(rng.randf_range(-1, 1), rng.randf_range(-1, 1))
+	steps[i] = 0
+	dones[i] = false
+	truncated[i] = false
+
+
+func start_action(actions):
+	for i in range(n_agents):
+		rewards[i] = 0.0
+		autoreset[i] = dones[i]
+		frozen[i] = dones[i]
+		if dones[i]:  # finished on the last action: reset now, ignore this action
+			reset_agent(i)
+			velocities[i] = Vector2()
+		else:
+			velocities[i] = velocity(actions[i])
+			steps[i] += 1
+			rewards[i] -= 0.01
+
+
+func tick(i):
+	if frozen[i]:
+		return
+	var before = positions[i].distance_to(targets[i])
+	positions[i] += velocities[i] * SPEED * DT
+	positions[i].x = clamp(positions[i].x, -1.0, 1.0)
+	positions[i].y = clamp(positions[i].y, -1.0, 1.0)
+	var after = positions[i].distance_to(targets[i])
+	rewards[i] += SHAPING * (before - after)
+	if after < REACH:
+		rewards[i] += 1.0
+		dones[i] = true
+		frozen[i] = true
+
+
+func end_action():
+	for i in range(n_agents):
+		if not dones[i] and not autoreset[i] and steps[i] >= MAX_STEPS:
+			dones[i] = true
+			truncated[i] = true
+
+
+func observations():
+	var out = []
+	for i in range(n_agents):
+		var to_target = targets[i] - positions[i]
+		out.append({"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]})
+	return out
+
+
+func infos():
+	var out = []
+	for i in range(n_agents):
+		out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
+	return out
+
+
+func send(message):
+	var data = to_json(message).to_utf8()
+	peer.put_u32(data.size())
+	peer.put_data(data)
+
+
+func receive():
+	var size = peer.get_u32()
+	if peer.get_status() != StreamPeerTCP.STATUS_CONNECTED or size == 0:
+		return null
+	var result = peer.get_data(size)
+	if result[0] != OK:
+		return null
+	return parse_json(result[1].get_string_from_utf8())
