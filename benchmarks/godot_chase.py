@@ -1,0 +1,92 @@
+"""ppo_godot.py on the Chase demo game: agent-steps per second with 2 game processes x 16 agents,
+and the learning curve against a scripted near-optimal policy.
+
+    python benchmarks/godot_chase.py --kind discrete --total-timesteps 300000
+
+The scripted policy heads straight for the target (continuous: along the unit vector to it;
+discrete: along the axis with the larger distance), which is optimal up to the discrete game's
+axis-aligned moves. Writes the table to benchmarks/results/godot_chase_<kind>.md.
+"""
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+import ppo_godot  # noqa: E402
+
+
+def scripted_action(obs, kind):
+    to_target = obs[:, 2:4]
+    if kind == "continuous":
+        return to_target / np.linalg.norm(to_target, axis=1, keepdims=True)
+    horizontal = np.abs(to_target[:, 0]) > np.abs(to_target[:, 1])
+    # discrete moves: 0 stay, 1 up (-y), 2 down (+y), 3 left (-x), 4 right (+x)
+    move = np.where(horizontal, np.where(to_target[:, 0] < 0, 3, 4), np.where(to_target[:, 1] < 0, 1, 2))
+    return move[:, None]
+
+
+def scripted_return(env_path, kind, port, steps=1000):
+    envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", env_path, "--port", str(port)]))
+    try:
+        obs, _ = envs.reset()
+        returns = []
+        for _ in range(steps):
+            obs, _, _, _, infos = envs.step(scripted_action(obs, kind))
+            if "episode" in infos:
+                returns.extend(infos["episode"]["r"][infos["_episode"]])
+        return float(np.mean(returns))
+    finally:
+        envs.close()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kind", default="discrete", choices=["discrete", "multidiscrete", "continuous"])
+    p.add_argument("--total-timesteps", type=int, default=300000)
+    p.add_argument("--port", type=int, default=12008)
+    args = p.parse_args()
+    env_path = str(REPO / "godot" / "chase" / f"chase_{args.kind}.x86_64")
+
+    best = scripted_return(env_path, args.kind, args.port)
+    with tempfile.TemporaryDirectory() as workdir:
+        start = time.time()
+        subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--env-path", env_path, "--n-parallel", "2",
+                        "--port", str(args.port), "--total-timesteps", str(args.total_timesteps)],
+                       cwd=workdir, check=True, stdout=subprocess.DEVNULL)
+        minutes = (time.time() - start) / 60
+        acc = EventAccumulator(str(next(Path(workdir).glob("runs/*"))), size_guidance={"scalars": 0})
+        acc.Reload()
+    episodes = acc.Scalars("charts/episodic_return")
+    sps = [e.value for e in acc.Scalars("charts/SPS")]
+    checkpoints = np.linspace(0, args.total_timesteps, 7)[1:].astype(int)
+    curve = []
+    for step in checkpoints:
+        window = [e.value for e in episodes if e.step <= step][-200:]
+        curve.append((step, np.mean(window)))
+    reached = next((s for s, r in curve if r >= 0.9 * best), None)
+
+    command = "python benchmarks/godot_chase.py " + " ".join(sys.argv[1:])
+    lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}; 2 game processes x 16 agents, "
+             f"godot3-server {subprocess.run(['godot3-server', '--version'], capture_output=True, text=True).stdout.strip()})",
+             "", f"Agent-steps per second (whole run, training included): {sps[-1]:,.0f}. Wall-clock: {minutes:.1f} min.",
+             f"Scripted near-optimal policy: {best:.2f} per episode. Random play: about -1.",
+             "", "| agent-steps | mean of the last 200 episodes | share of near-optimal |", "|---|---|---|"]
+    lines += [f"| {s:,} | {r:.2f} | {r / best:.0%} |" for s, r in curve]
+    lines += ["", f"90% of near-optimal first reached by {reached:,} steps." if reached else
+              "90% of near-optimal not reached."]
+    table = "\n".join(lines)
+    out = REPO / "benchmarks" / "results" / f"godot_chase_{args.kind}.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
