@@ -136,6 +136,10 @@ def make_envs(args, run_name):
         envs.close()
         fail(f"ppo.py needs a Discrete action space; {args.env_id} has {envs.single_action_space} "
              f"(use ppo_continuous_action.py for Box actions)")
+    if not isinstance(envs.single_observation_space, gym.spaces.Box):
+        envs.close()
+        fail(f"ppo.py needs vector (Box) observations; {args.env_id} has {envs.single_observation_space} "
+             f"(wrap it in gym.wrappers.FlattenObservation in make_env)")
     if args.norm_reward:  # one running statistic shared by all N envs
         envs = gym.wrappers.vector.NormalizeReward(envs, gamma=args.gamma)
     return envs
@@ -271,7 +275,8 @@ def train(args):
 
                 # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
                 with torch.inference_mode():
-                    action = agent.get_action(torch.as_tensor(next_obs, device=device)).cpu().numpy()
+                    action = agent.get_action(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+                action = action.cpu().numpy()
                 actions[step] = action
 
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
@@ -296,7 +301,8 @@ def train(args):
                 _, logprobs, _, values = agent.get_action_and_value(
                     torch.as_tensor(obs, device=device), torch.as_tensor(actions, device=device))
                 logprobs, values = logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy()
-                next_value = agent.get_value(torch.as_tensor(next_obs, device=device)).flatten().cpu().numpy()
+                next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+                next_value = next_value.flatten().cpu().numpy()
             if args.bootstrap_truncation:
                 episode_ends = terminations
             else:  # CleanRL's behaviour: a time-limit end counts as terminal
