@@ -19,6 +19,7 @@ Two things differ from most PPO scripts written before gymnasium 1.0:
 import argparse
 import os
 import random
+import signal
 import sys
 import time
 
@@ -253,6 +254,18 @@ def train(args):
     # Speed: skip torch.distributions' argument checks (they cost more than the network here)
     torch.distributions.Distribution.set_default_validate_args(False)
     device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    # Ctrl-C and kill (SIGTERM) only ask the loop to stop at its next step, which then saves the
+    # model: interrupting a library half-way (the TensorBoard writer) can hang it. A second one
+    # stops at once.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        if stop_requested:
+            raise KeyboardInterrupt
+        stop_requested.append(signum)
+
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, request_stop)
 
     envs = make_envs(args, run_name)
     obs_shape = envs.single_observation_space.shape
@@ -297,6 +310,8 @@ def train(args):
             # Rollout: num_steps steps of every env with the current policy
             # ----------------------------------------------------------------------------------
             for step in range(args.num_steps):
+                if stop_requested:
+                    raise KeyboardInterrupt
                 global_step += args.num_envs
                 obs[step] = next_obs
                 is_transition[step] = ~next_done  # after an episode end, this step only resets

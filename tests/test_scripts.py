@@ -311,14 +311,15 @@ def test_save_load_evaluate_round_trip(short_run):
     assert len(script.module.evaluate(str(checkpoint), eval_episodes=2, seed=5)) == 2
 
 
-def test_interrupt_saves_model_and_logs(script, tmp_path):
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_interrupt_saves_model_and_logs(script, tmp_path, stop_signal):
     proc = subprocess.Popen([sys.executable, str(REPO / script.file), *script.short, "--total-timesteps", "10000000"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:  # let it learn for a few iterations (of 256 steps) first
         if line.startswith("global_step=") and int(line.split(",")[0].split("=")[1]) > 1500:
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop_signal)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
