@@ -5,7 +5,8 @@ without its observation statistics, and (with --sb3-timesteps) SPS against SB3's
     python benchmarks/continuous.py --env-id HalfCheetah-v4 --seeds 3 --total-timesteps 1000000 \
         --sb3-timesteps 100000
 
-"final" is the mean training return of the last 20 episodes. SB3 runs with the same
+"final" is the mean training return of the last --final-episodes episodes (default 100);
+"eval" the mean of --eval-episodes (default 20) with the saved model's mean action. SB3 runs with the same
 hyperparameters (and VecNormalize for the same observation / reward scaling), right after
 ppo_continuous_action.py for the same seed, for --sb3-timesteps steps: enough to measure its
 SPS, not to train it. Writes the table to benchmarks/results/continuous_<env>.md.
@@ -31,7 +32,7 @@ HP = dict(num_steps=2048, num_minibatches=32, update_epochs=10, learning_rate=3e
           gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5)
 
 
-def run_ppo(env_id, seed, total_timesteps, workdir):
+def run_ppo(env_id, seed, total_timesteps, workdir, final_episodes, eval_episodes):
     start = time.time()
     subprocess.run([sys.executable, str(REPO / "ppo_continuous_action.py"), "--env-id", env_id,
                     "--seed", str(seed), "--exp-name", "bench", "--total-timesteps", str(total_timesteps),
@@ -45,10 +46,11 @@ def run_ppo(env_id, seed, total_timesteps, workdir):
 
     checkpoint = str(run_dir / "bench.pt")
     with contextlib.redirect_stdout(io.StringIO()):
-        with_stats = ppo_continuous_action.evaluate(checkpoint, 5, seed=100 + seed)
-        without_stats = ppo_continuous_action.evaluate(checkpoint, 5, seed=100 + seed, use_obs_rms=False)
+        with_stats = ppo_continuous_action.evaluate(checkpoint, eval_episodes, seed=100 + seed)
+        without_stats = ppo_continuous_action.evaluate(checkpoint, eval_episodes, seed=100 + seed,
+                                                       use_obs_rms=False)
     return dict(sps=acc.Scalars("charts/SPS")[-1].value, minutes=minutes,
-                final_return=float(np.mean(returns[-20:])), eval_return=float(np.mean(with_stats)),
+                final_return=float(np.mean(returns[-final_episodes:])), eval_return=float(np.mean(with_stats)),
                 eval_without_stats=float(np.mean(without_stats)))
 
 
@@ -81,6 +83,8 @@ def main():
     p.add_argument("--env-id", default="Pendulum-v1")
     p.add_argument("--seeds", type=int, default=5, help="seeds 1..N")
     p.add_argument("--total-timesteps", type=int, default=500000)
+    p.add_argument("--final-episodes", type=int, default=100, help="training episodes averaged as 'final'")
+    p.add_argument("--eval-episodes", type=int, default=20, help="evaluation episodes of the saved model")
     p.add_argument("--sb3-timesteps", type=int, default=0, help="SB3 steps per seed for its SPS (0: no SB3)")
     p.add_argument("--sb3-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -91,14 +95,16 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for seed in range(1, args.seeds + 1):
-            row = dict(seed=seed, ppo=run_ppo(args.env_id, seed, args.total_timesteps, workdir))
+            row = dict(seed=seed, ppo=run_ppo(args.env_id, seed, args.total_timesteps, workdir,
+                                              args.final_episodes, args.eval_episodes))
             if args.sb3_timesteps:
                 row["sb3"] = run_sb3(args.env_id, seed, args.sb3_timesteps)
             rows.append(row)
             print(json.dumps(row), flush=True)
 
     sb3 = bool(args.sb3_timesteps)
-    header = "| seed | final return | eval (saved obs stats) | eval (no obs stats) | minutes |"
+    header = (f"| seed | final return (last {args.final_episodes}) | eval, {args.eval_episodes} episodes "
+              "(saved obs stats) | eval (no obs stats) | minutes |")
     if sb3:
         header += " SPS | SB3 SPS | ratio |"
     lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)", "", header,
