@@ -176,3 +176,10 @@ def test_game_that_never_connects_is_named(behaviour, port, tmp_path):
     if behaviour == "exit 3":
         assert "the game exited with code 3" in proc.stderr
     assert not game_pids(port)
+
+
+def test_editor_mode_says_to_press_play(port, tmp_path):
+    proc = run_script("ppo_godot.py", "--port", str(port), "--connect-timeout", "2", cwd=tmp_path,
+                      check=False, timeout=60)
+    assert "press Play in the Godot editor" in proc.stdout
+    assert proc.returncode == 2 and f"no game connected on port {port} within 2 s" in proc.stderr

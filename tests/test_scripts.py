@@ -268,23 +268,27 @@ def test_tensorboard_server_serves_the_scalars(short_run):
                                "--host", "127.0.0.1", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        query = urllib.parse.urlencode({"run": run_dir.name, "tag": "charts/episodic_return"})
-        url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}"
+        def get(path):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/{path}", timeout=5) as r:
+                return json.load(r)
+
         deadline = time.time() + 60
         while True:
             try:
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    served = json.load(response)
-                if served:
+                served_tags = get("tags").get(run_dir.name, {})
+                if served_tags:
                     break
             except OSError:
                 pass
-            assert time.time() < deadline, "TensorBoard did not serve the scalars within 60 s"
+            assert time.time() < deadline, "TensorBoard did not serve the run within 60 s"
             time.sleep(0.5)
+        query = urllib.parse.urlencode({"run": run_dir.name, "tag": "charts/episodic_return"})
+        served = get(f"scalars?{query}")
     finally:
         server.terminate()
         server.wait(timeout=10)
     expected = read_scalars(run_dir)["charts/episodic_return"]
+    assert set(TAGS) <= set(served_tags)
     # the server keeps one point per step (two episodes can end on the same global_step)
     expected_by_step = {}
     for step, value in expected:
