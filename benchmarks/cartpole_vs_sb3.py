@@ -7,7 +7,7 @@ For each seed it runs ppo.py, then SB3 (then CleanRL's ppo.py, if given: SPS onl
 gymnasium 1.0 it logs no episodes), one at a time, so the SPS ratio is measured under the same
 machine load. Reports SPS, the env steps and wall-clock seconds until the mean of the last 100
 episodic returns first reaches 475, and the mean of the last 100 returns at the end.
-Writes the table to benchmarks/results/cartpole_vs_sb3.md (--out).
+Writes the table to benchmarks/results/cartpole_vs_sb3.md (--out NAME: NAME.md).
 """
 import argparse
 import json
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, read_run, write_table
+
 THRESHOLD = 475.0
 # CleanRL's / ppo.py's defaults, which SB3 is given too
 HP = dict(num_envs=4, num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4,
@@ -41,8 +41,7 @@ def run_ppo(seed, total_timesteps, workdir):
                     "--total-timesteps", str(total_timesteps)], cwd=workdir, check=True,
                    stdout=subprocess.DEVNULL)
     run_dir = next((Path(workdir) / "runs").glob(f"*__bench__{seed}__*"))
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
-    acc.Reload()
+    acc = read_run(run_dir)
     start = acc.Tensors("hyperparameters/text_summary")[0].wall_time  # written as training starts
     episodes = acc.Scalars("charts/episodic_return")
     steps = [e.step for e in episodes]
@@ -57,8 +56,7 @@ def run_cleanrl(path, seed, total_timesteps, workdir):
                     "--total-timesteps", str(total_timesteps)], cwd=workdir, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run_dir = next((Path(workdir) / "runs").glob(f"*__cleanrl__{seed}__*"))
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = read_run(run_dir)
     return dict(sps=acc.Scalars("charts/SPS")[-1].value)
 
 
@@ -116,7 +114,7 @@ def main():
     p.add_argument("--seeds", type=int, default=10, help="seeds 1..N")
     p.add_argument("--total-timesteps", type=int, default=500000)
     p.add_argument("--cleanrl", default=None, help="path to CleanRL's ppo.py, for an SPS column")
-    p.add_argument("--out", default="benchmarks/results/cartpole_vs_sb3.md", help="where the table goes")
+    p.add_argument("--out", default="cartpole_vs_sb3", help="name of the table in benchmarks/results/")
     p.add_argument("--sb3-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.sb3_worker:
@@ -162,11 +160,7 @@ def main():
     if args.cleanrl:
         cl = [r["ppo"]["sps"] / r["cleanrl"]["sps"] for r in rows]
         lines[-1] += f" ppo.py / CleanRL SPS ratio: median {np.median(cl):.2f}, min {min(cl):.2f}."
-    table = "\n".join(lines)
-    out = REPO / args.out
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table + "\n")
-    print(table)
+    write_table(args.out, lines)
 
 
 if __name__ == "__main__":

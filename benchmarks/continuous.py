@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, read_run, write_table
+
 sys.path.insert(0, str(REPO))
 # ppo_continuous_action.py's defaults, which SB3 is given too
 HP = dict(num_steps=2048, num_minibatches=32, update_epochs=10, learning_rate=3e-4, gamma=0.99,
@@ -39,8 +39,7 @@ def run_ppo(env_id, seed, total_timesteps, workdir, final_episodes, eval_episode
                     "--save-model"], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     minutes = (time.time() - start) / 60
     run_dir = next((Path(workdir) / "runs").glob(f"*__bench__{seed}__*"))
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
+    acc = read_run(run_dir)
     returns = [e.value for e in acc.Scalars("charts/episodic_return")]
     import ppo_continuous_action  # here, not at the top: the SB3 worker process does not need it
 
@@ -123,11 +122,7 @@ def main():
         ratios = [r["ppo"]["sps"] / r["sb3"]["sps"] for r in rows]
         lines[-1] += (f" SPS ratio to SB3 (SB3 with {rows[0]['sb3']['threads']} torch threads, "
                       f"ppo_continuous_action.py with 1): median {np.median(ratios):.2f}.")
-    table = "\n".join(lines)
-    out = REPO / "benchmarks" / "results" / f"continuous_{args.env_id}.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table + "\n")
-    print(table)
+    write_table(f"continuous_{args.env_id}", lines)
 
 
 if __name__ == "__main__":

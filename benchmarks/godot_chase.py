@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, read_run, write_table
+
 sys.path.insert(0, str(REPO))
 import ppo_godot  # noqa: E402
 
@@ -61,8 +61,7 @@ def main():
                         "--port", str(args.port), "--total-timesteps", str(args.total_timesteps)],
                        cwd=workdir, check=True, stdout=subprocess.DEVNULL)
         minutes = (time.time() - start) / 60
-        acc = EventAccumulator(str(next(Path(workdir).glob("runs/*"))), size_guidance={"scalars": 0})
-        acc.Reload()
+        acc = read_run(next(Path(workdir).glob("runs/*")))
     episodes = acc.Scalars("charts/episodic_return")
     sps = [e.value for e in acc.Scalars("charts/SPS")]
     checkpoints = np.linspace(0, args.total_timesteps, 7)[1:].astype(int)
@@ -81,11 +80,7 @@ def main():
     lines += [f"| {s:,} | {r:.2f} | {r / best:.0%} |" for s, r in curve]
     lines += ["", f"90% of near-optimal first reached by {reached:,} steps." if reached else
               "90% of near-optimal not reached."]
-    table = "\n".join(lines)
-    out = REPO / "benchmarks" / "results" / f"godot_chase_{args.kind}.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table + "\n")
-    print(table)
+    write_table(f"godot_chase_{args.kind}", lines)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How many steps the reference completion of ppo_scratch_skeleton.py needs to solve CartPole-v1
 (first 100-episode mean >= 475), with the skeleton's own hyperparameters, on N seeds.
 
-    python benchmarks/scratch_reference.py --seeds 5
+    python benchmarks/scratch_solve.py --seeds 5
 
 Writes the table to benchmarks/results/scratch_reference.md.
 """
@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-REPO = Path(__file__).resolve().parent.parent
+from common import REPO, read_run, write_table
+
 sys.path.insert(0, str(REPO / "tests"))
 from scratch_reference import complete  # noqa: E402
 
@@ -38,8 +38,7 @@ def main():
             run_dir = Path(workdir) / "runs" / f"seed{seed}"
             with contextlib.redirect_stdout(io.StringIO()), contextlib.chdir(workdir):
                 reference.train(seed=seed, run_name=f"seed{seed}")
-            acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-            acc.Reload()
+            acc = read_run(run_dir)
             episodes = acc.Scalars("charts/episodic_return")
             returns = np.array([e.value for e in episodes])
             solved = next((episodes[i].step for i in range(99, len(returns))
@@ -47,7 +46,7 @@ def main():
             rows.append((seed, solved, returns[-100:].mean()))
             print(rows[-1], flush=True)
 
-    lines = [f"Command: `python benchmarks/scratch_reference.py --seeds {args.seeds}` "
+    lines = [f"Command: `python benchmarks/scratch_solve.py --seeds {args.seeds}` "
              f"({time.strftime('%Y-%m-%d')}; {reference.TOTAL_TIMESTEPS:,} steps per run)", "",
              "| seed | steps to a 100-episode mean >= 475 | last 100 episodes |", "|---|---|---|"]
     lines += [f"| {seed} | {'never' if s is None else f'{s:,}'} | {final:.1f} |" for seed, s, final in rows]
@@ -55,11 +54,7 @@ def main():
     lines += ["", f"Solved on {len(solved)}/{len(rows)} seeds"
               + (f"; steps to solve: median {np.median(solved):,.0f}, range {min(solved):,}-{max(solved):,}."
                  if solved else ".")]
-    table = "\n".join(lines)
-    out = REPO / "benchmarks" / "results" / "scratch_reference.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(table + "\n")
-    print(table)
+    write_table("scratch_reference", lines)
 
 
 if __name__ == "__main__":
