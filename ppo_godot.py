@@ -111,17 +111,18 @@ def parse_args(argv=None):
                  "n_parallel"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.env_path is not None and not os.path.isfile(args.env_path):
-        fail(f"--env-path {args.env_path!r} is not a file")
+    if args.env_path is not None and not (os.path.isfile(args.env_path) and os.access(args.env_path, os.X_OK)):
+        fail(f"--env-path {args.env_path!r} is not an executable file (an exported game, or chmod +x it)")
     args.env_id = os.path.basename(args.env_path).split(".")[0] if args.env_path else "godot-editor"
     return args
 
 
-def set_batch_sizes(args, num_envs):
+def set_batch_sizes(args, envs):
     """The game decides how many agents (envs) there are; the batch follows from it."""
-    args.num_envs = num_envs
+    args.num_envs = envs.num_envs
     args.batch_size = args.num_envs * args.num_steps
     if args.batch_size % args.num_minibatches != 0:
+        envs.close()
         fail(f"the batch ({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}) "
              f"does not divide into --num-minibatches {args.num_minibatches}")
     args.minibatch_size = args.batch_size // args.num_minibatches
@@ -408,7 +409,7 @@ def train(args):
         signal.signal(stop_signal, request_stop)
 
     envs = make_envs(args, run_name)
-    set_batch_sizes(args, envs.num_envs)
+    set_batch_sizes(args, envs)
     obs_shape = envs.single_observation_space.shape
     action_shape = envs.single_action_space.shape
     agent = Agent(int(np.prod(obs_shape)), envs.single_action_space).to(device)
