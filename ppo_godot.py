@@ -181,6 +181,7 @@ class GodotVecEnv:
 
     def connect(self, args, port, seed):
         with socket.socket() as probe:  # fail now, not after starting a game that cannot connect
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError as e:
@@ -337,7 +338,12 @@ class Agent(nn.Module):
         return self.critic(x)
 
     def get_action(self, x):
-        return self.get_action_and_value(x)[0]
+        """Rollout-time sampling only: no critic, no log-probs, no entropy."""
+        output = self.actor(x)
+        if self.continuous:
+            return output + self.actor_logstd.exp() * torch.randn_like(output)
+        probs = [torch.softmax(logits, dim=-1) for logits in output.split(self.nvec, dim=-1)]
+        return torch.stack([torch.multinomial(p, num_samples=1).squeeze(-1) for p in probs], dim=-1)
 
     def get_action_and_value(self, x, action=None):
         output = self.actor(x)
