@@ -297,10 +297,9 @@ def train(args):
     global_step = 0
     start_time = time.time()
     last_status = start_time
-    next_obs, _ = envs.reset(seed=args.seed)
-    next_done = np.zeros(args.num_envs, dtype=bool)
-
     try:
+        next_obs, _ = envs.reset(seed=args.seed)
+        next_done = np.zeros(args.num_envs, dtype=bool)
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
