@@ -24,7 +24,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
-from torch.distributions.categorical import Categorical
 from torch.utils.tensorboard import SummaryWriter
 
 
@@ -176,16 +175,26 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(x)
 
-    def get_action(self, x):
-        """Rollout-time sampling only: a ~ softmax(logits), the same draw Categorical.sample() makes."""
-        probs = torch.softmax(self.actor(x), dim=-1)
-        return torch.multinomial(probs, num_samples=1).squeeze(-1)
+    def policy(self, x):
+        """log pi(.|s) for every action: the one place the policy's distribution is defined.
+        Rollout sampling and the update both use it, so an edit here changes both."""
+        return torch.log_softmax(self.actor(x), dim=-1)
 
-    def get_action_and_value(self, x, action=None):
-        probs = Categorical(logits=self.actor(x))
-        if action is None:
-            action = probs.sample()
-        return action, probs.log_prob(action), probs.entropy(), self.critic(x)
+    def get_action(self, x):
+        """Rollout-time sampling only: a_t ~ pi(.|s_t).
+
+        Give each action a an exponential clock E_a ~ Exp(1) and pick the largest pi(a|s) / E_a:
+        action a wins with probability pi(a|s). This is the draw torch.multinomial makes, without
+        its input checks, which cost more than the rest of the forward."""
+        probs = self.policy(x).exp()
+        return (probs / torch.empty_like(probs).exponential_()).argmax(dim=-1)
+
+    def get_action_and_value(self, x, action):
+        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update."""
+        log_pi = self.policy(x)
+        logprob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_pi.exp() * log_pi).sum(-1)
+        return action, logprob, entropy, self.critic(x)
 
 
 # ================================================================================================
@@ -456,8 +465,8 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False):
     obs, _ = envs.reset(seed=seed)
     while len(episodic_returns) < eval_episodes:
         with torch.inference_mode():
-            logits = agent.actor(torch.as_tensor(obs, dtype=torch.float32))
-        obs, _, _, _, infos = envs.step(logits.argmax(dim=-1).numpy())
+            log_pi = agent.policy(torch.as_tensor(obs, dtype=torch.float32))
+        obs, _, _, _, infos = envs.step(log_pi.argmax(dim=-1).numpy())  # the most likely action
         if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
             episodic_returns.append(float(infos["episode"]["r"][0]))
             print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")

@@ -1,11 +1,45 @@
 """What only ppo.py does: Categorical policies on Discrete envs."""
 import numpy as np
+import torch
+from torch.distributions.categorical import Categorical
 
 import ppo
 from conftest import read_scalars, run_dirs, run_script
 from test_scripts import SCRIPTS, assert_one_line_error, capture_gae_inputs
 
 SHORT = SCRIPTS[0].short
+
+
+def test_rollout_sampling_is_torch_multinomial_without_its_checks():
+    torch.manual_seed(0)
+    agent = ppo.Agent(4, 3)
+    with torch.no_grad():  # a policy far from uniform, so a wrong draw shows in the counts
+        agent.actor[-1].weight.mul_(300)
+    x = torch.randn(20000, 4)
+    with torch.inference_mode():
+        probs = agent.policy(x).exp()
+        torch.manual_seed(1)
+        expected = torch.multinomial(probs, num_samples=1).squeeze(-1)
+        torch.manual_seed(1)
+        actions = agent.get_action(x)
+    assert torch.equal(actions, expected)  # the same draw, bit for bit, from the same RNG state
+    assert probs.max(-1).values.mean() > 0.6
+    counts = torch.bincount(actions, minlength=3).float()
+    torch.testing.assert_close(counts / len(x), probs.mean(0), atol=0.01, rtol=0)
+
+
+def test_log_prob_and_entropy_match_categorical():
+    torch.manual_seed(0)
+    agent = ppo.Agent(4, 5)
+    with torch.no_grad():
+        agent.actor[-1].weight.mul_(100)
+    x, action = torch.randn(64, 4), torch.randint(0, 5, (64,))
+    returned, logprob, entropy, value = agent.get_action_and_value(x, action)
+    reference = Categorical(logits=agent.actor(x))
+    assert torch.equal(returned, action)
+    torch.testing.assert_close(logprob, reference.log_prob(action))
+    torch.testing.assert_close(entropy, reference.entropy())
+    torch.testing.assert_close(value, agent.critic(x))
 
 
 def test_continuous_env_is_refused(tmp_path):
