@@ -17,6 +17,7 @@ Two things differ from most PPO scripts written before gymnasium 1.0:
      from V(final observation). Only a real termination zeroes the future value.
 """
 import argparse
+import math
 import os
 import random
 import signal
@@ -27,7 +28,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
-from torch.distributions.normal import Normal
 from torch.utils.tensorboard import SummaryWriter
 
 
@@ -200,18 +200,26 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(x)
 
-    def get_action(self, x):
-        """Rollout-time sampling only: a ~ N(mean(s), std^2), unclipped."""
+    def policy(self, x):
+        """Mean and log std of pi(.|s) = N(mean(s), diag(std^2)): the one place the policy's
+        distribution is defined. Rollout sampling and the update both use it."""
         action_mean = self.actor_mean(x)
-        return action_mean + self.actor_logstd.exp() * torch.randn_like(action_mean)
+        return action_mean, self.actor_logstd.expand_as(action_mean)
 
-    def get_action_and_value(self, x, action=None):
-        action_mean = self.actor_mean(x)
-        probs = Normal(action_mean, self.actor_logstd.exp().expand_as(action_mean))
-        if action is None:
-            action = probs.sample()
-        # independent action dimensions: log-probs and entropies add up
-        return action, probs.log_prob(action).sum(-1), probs.entropy().sum(-1), self.critic(x)
+    def get_action(self, x):
+        """Rollout-time sampling only: a_t = mean + std * z with z ~ N(0, I), unclipped."""
+        action_mean, action_logstd = self.policy(x)
+        return action_mean + action_logstd.exp() * torch.randn_like(action_mean)
+
+    def get_action_and_value(self, x, action):
+        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update."""
+        action_mean, action_logstd = self.policy(x)
+        # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std;
+        # the action dimensions are independent, so log-probs and entropies add up
+        z = (action - action_mean) / action_logstd.exp()
+        logprob = (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
+        return action, logprob, entropy, self.critic(x)
 
 
 # ================================================================================================
@@ -497,7 +505,7 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, use_ob
     obs, _ = envs.reset(seed=seed)
     while len(episodic_returns) < eval_episodes:
         with torch.inference_mode():
-            action_mean = agent.actor_mean(torch.as_tensor(obs, dtype=torch.float32))
+            action_mean, _ = agent.policy(torch.as_tensor(obs, dtype=torch.float32))
         obs, _, _, _, infos = envs.step(action_mean.numpy())
         if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
             episodic_returns.append(float(infos["episode"]["r"][0]))
