@@ -48,7 +48,10 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
     p.add_argument("--torch-deterministic", default=True, **flag,
                    help="make cuDNN deterministic (GPU); CPU runs are deterministic anyway")
-    p.add_argument("--cuda", default=True, **flag, help="use the GPU if torch sees one")
+    p.add_argument("--cuda", default=False, **flag,
+                   help="run the networks on the GPU. Off by default: for these 64-unit networks one "
+                        "CPU core is faster (see README, Speed), since each tiny kernel costs more "
+                        "to launch than to run")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="CPU threads for torch; for 64-unit nets a 2nd thread gains ~10%% and is "
                         "several times slower when another process is busy (changes results)")
@@ -93,6 +96,8 @@ def parse_args(argv=None):
                  "torch_threads", "eval_episodes"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.cuda and not torch.cuda.is_available():
+        fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
     args.batch_size = args.num_envs * args.num_steps
     if args.batch_size % args.num_minibatches != 0:
         fail(f"the batch (--num-envs x --num-steps = {args.batch_size}) does not divide into "
@@ -236,7 +241,7 @@ def train(args):
     torch.set_num_threads(args.torch_threads)
     # Speed: skip torch.distributions' argument checks (they cost more than the network here)
     torch.distributions.Distribution.set_default_validate_args(False)
-    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    device = torch.device("cuda" if args.cuda else "cpu")
     # Ctrl-C and kill (SIGTERM) only ask the loop to stop at its next step, which then saves the
     # model: interrupting a library half-way (the TensorBoard writer) can hang it. A second one
     # stops at once.

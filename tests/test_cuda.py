@@ -1,0 +1,37 @@
+"""--cuda: off by default (the CPU is faster for these networks), refused with one line where torch
+sees no GPU, and working where it does (these tests skip on a CPU-only machine such as CI)."""
+import math
+
+import pytest
+import torch
+
+from conftest import read_scalars, run_dirs, run_script
+from test_scripts import SCRIPTS, TAGS, assert_one_line_error, record_agent_calls
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
+                               reason="torch sees no CUDA GPU: the --cuda path is tested only where one exists")
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=repr)
+def test_cpu_is_the_default(script):
+    assert script.module.parse_args([]).cuda is False
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU, so --cuda is accepted")
+@pytest.mark.parametrize("file", ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"])
+def test_cuda_without_a_gpu_is_one_clear_line(file, tmp_path):
+    assert_one_line_error(run_script(file, "--cuda", cwd=tmp_path, check=False), "sees no CUDA GPU")
+
+
+@needs_gpu
+@pytest.mark.parametrize("script", SCRIPTS, ids=repr)
+def test_cuda_trains_on_the_gpu_and_saves_a_model_the_cpu_loads(script, in_tmp, monkeypatch):
+    calls = record_agent_calls(script, monkeypatch)
+    script.module.train(script.module.parse_args(script.short + ["--cuda", "--save-model"]))
+    assert calls and all(x.is_cuda for _, x, _, _ in calls)
+    (run_dir,) = run_dirs(in_tmp)
+    scalars = read_scalars(run_dir)
+    for tag in TAGS:
+        assert tag in scalars and all(math.isfinite(v) for _, v in scalars[tag]), tag
+    checkpoint = run_dir / f"{script.module.__name__}.pt"
+    assert len(script.module.evaluate(str(checkpoint), eval_episodes=2)) == 2  # loads on the CPU
