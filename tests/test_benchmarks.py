@@ -1,0 +1,45 @@
+"""The speed benchmarks' own logic, on tiny budgets: the phase profile accounts for the whole run,
+and the CleanRL comparison computes its ratios per pair."""
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import profile_phases  # noqa: E402
+import speed_vs_cleanrl  # noqa: E402
+
+
+@pytest.mark.parametrize("script, argv", [
+    ("ppo", ["--total-timesteps", "2048"]),
+    ("ppo_continuous_action", ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-steps", "256",
+                               "--num-minibatches", "4", "--update-epochs", "2"]),
+])
+def test_profile_times_every_phase_and_accounts_for_the_run(script, argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args, profile, total = profile_phases.run(script, argv)
+    minibatches = args.num_iterations * args.update_epochs * args.num_minibatches
+    assert profile.calls["env"] == profile.calls["rollout_forward"] == args.num_iterations * args.num_steps
+    assert profile.calls["gae"] == args.num_iterations
+    assert profile.calls["update_forward"] == profile.calls["backward"] == profile.calls["clip"] == minibatches
+    assert profile.calls["optimizer"] == 2 * minibatches  # zero_grad and step
+    lines = profile_phases.table(script, argv, args, profile, total)
+    seconds = [float(line.split("|")[2]) for line in lines if line.startswith("| ") and "phase" not in line]
+    assert len(seconds) == len(profile_phases.PHASES)
+    assert sum(seconds) == pytest.approx(total, abs=0.01 * len(seconds))  # every second lands in a phase
+    # the patched functions are restored afterwards
+    import torch
+    assert torch.Tensor.backward.__qualname__ == "Tensor.backward"
+
+
+def test_cleanrl_ratios_are_per_pair_medians():
+    results = {"ours": [(10.0, 10.0), (12.0, 12.0), (11.0, 11.0)],
+               "cleanrl_1_thread": [(20.0, 20.0), (30.0, 30.0), (25.0, 25.0)],
+               "cleanrl_all_cores": [(30.0, 55.0), (24.0, 47.0), (33.0, 60.0)]}
+    one_thread, all_cores = speed_vs_cleanrl.speed_lines("ppo.py", 1000, results, 3)
+    cells = lambda line: [c.strip() for c in line.split("|")[1:-1]]
+    assert cells(one_thread)[2:7] == ["CleanRL, 1 thread", "11.0", "25.0",
+                                      f"{np.median([2.0, 2.5, 25 / 11]):.2f}", "2.00"]
+    assert cells(all_cores)[5:9] == [f"{np.median([3.0, 2.0, 3.0]):.2f}", "2.00", "11.0", "55.0"]
