@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 PHASES = [
     ("env", "env stepping (`envs.step`)"),
     ("rollout_forward", "rollout: sampling forward (`get_action`)"),
-    ("rollout_rest", "rollout: storage, tensor conversion, loop"),
+    ("rollout_rest", "rollout: storage, tensor conversion, loop, what no timer saw"),
     ("old_forward", "log pi_old and V(s_t): one batched forward"),
     ("gae", "GAE (`compute_gae`)"),
     ("update_forward", "update: forward (`get_action_and_value`)"),
