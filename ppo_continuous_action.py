@@ -109,6 +109,9 @@ def parse_args(argv=None):
         fail(f"the batch (--num-envs x --num-steps = {args.batch_size}) does not divide into "
              f"--num-minibatches {args.num_minibatches}")
     args.minibatch_size = args.batch_size // args.num_minibatches
+    if args.minibatch_size < 2:  # advantages are normalised by their std, which one row lacks
+        fail(f"--num-minibatches {args.num_minibatches} splits the batch of {args.batch_size} rows into "
+             f"minibatches of 1 row; each needs at least 2")
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)
     return args
 
@@ -155,12 +158,16 @@ def make_envs(args, run_name):
         envs = gym.vector.SyncVectorEnv(
             [make_env(args.env_id, i, args.capture_video, run_name) for i in range(args.num_envs)]
         )
-    except gym.error.Error as e:
+    except (gym.error.Error, ImportError) as e:  # unknown id, or a "module:Env" whose module fails
         fail(f"cannot make env {args.env_id!r}: {e}")
     if not isinstance(envs.single_action_space, gym.spaces.Box):
         envs.close()
         fail(f"ppo_continuous_action.py needs a Box action space; {args.env_id} has "
              f"{envs.single_action_space} (use ppo.py for Discrete actions)")
+    if len(envs.single_action_space.shape) != 1:
+        envs.close()
+        fail(f"ppo_continuous_action.py needs a 1-D Box action space; {args.env_id}'s has shape "
+             f"{envs.single_action_space.shape} (reshape its actions with a wrapper in make_env)")
     return wrap_envs(envs, args.norm_obs, args.norm_reward, args.gamma)
 
 
@@ -267,18 +274,6 @@ def train(args):
     # Speed: skip torch.distributions' argument checks (they cost more than the network here)
     torch.distributions.Distribution.set_default_validate_args(False)
     device = torch.device("cuda" if args.cuda else "cpu")
-    # Ctrl-C and kill (SIGTERM) only ask the loop to stop at its next step, which then saves the
-    # model: interrupting a library half-way (the TensorBoard writer) can hang it. A second one
-    # stops at once.
-    stop_requested = []
-
-    def request_stop(signum, frame):
-        if stop_requested:
-            raise KeyboardInterrupt
-        stop_requested.append(signum)
-
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, request_stop)
 
     envs = make_envs(args, run_name)
     obs_shape = envs.single_observation_space.shape
@@ -306,6 +301,18 @@ def train(args):
     truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
     # is_transition[t] is False for the autoreset row that follows an episode end
     is_transition = np.zeros((args.num_steps, args.num_envs), dtype=bool)
+
+    # Ctrl-C and kill (SIGTERM) only ask the run to stop at its next rollout step or minibatch,
+    # which then saves the model: interrupting a library half-way (the TensorBoard writer) can
+    # hang it. A second one stops at once. The handlers from before train() come back at its end.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        if stop_requested:
+            raise KeyboardInterrupt
+        stop_requested.append(signum)
+
+    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
 
     global_step = 0
     start_time = time.time()
@@ -394,7 +401,8 @@ def train(args):
                         clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
 
                     mb_advantages = b_advantages[mb_inds]
-                    if args.norm_adv:
+                    # dropping the autoreset rows can leave a 1-row minibatch, which has no std
+                    if args.norm_adv and len(mb_advantages) > 1:
                         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
 
                     # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
@@ -423,6 +431,8 @@ def train(args):
                     if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
                         raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
                     optimizer.step()
+                    if stop_requested:  # Ctrl-C or kill during the update: stop after this step
+                        raise KeyboardInterrupt
 
                     if args.target_kl is not None and approx_kl > args.target_kl:
                         stop_early = True  # leave both loops: the policy moved far enough
@@ -453,10 +463,12 @@ def train(args):
                 eta = (args.num_iterations - iteration) * (last_status - start_time) / iteration
                 print(f"[{iteration}/{args.num_iterations}] global_step={global_step} SPS={sps} "
                       f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
+        if stop_requested:  # a signal during the last update still stops and saves
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         save_model(agent, args, model_path, obs_rms)
         print(f"interrupted at global_step={global_step}; model saved to {model_path}")
-        sys.exit(130)
+        sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
     except FloatingPointError as e:
         save_model(agent, args, model_path, obs_rms)  # the weights are still those of the last good step
         fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")
@@ -467,6 +479,8 @@ def train(args):
     finally:
         envs.close()
         writer.close()
+        for stop_signal, handler in previous_handlers.items():
+            signal.signal(stop_signal, handler)
 
     if args.save_model:
         save_model(agent, args, model_path, obs_rms)

@@ -131,6 +131,10 @@ def set_batch_sizes(args, envs):
         fail(f"the batch ({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}) "
              f"does not divide into --num-minibatches {args.num_minibatches}")
     args.minibatch_size = args.batch_size // args.num_minibatches
+    if args.minibatch_size < 2:  # advantages are normalised by their std, which one row lacks
+        envs.close()
+        fail(f"--num-minibatches {args.num_minibatches} splits the batch of {args.batch_size} rows into "
+             f"minibatches of 1 row; each needs at least 2")
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)
 
 
@@ -406,9 +410,9 @@ def train(args):
     # Speed: skip torch.distributions' argument checks (they cost more than the network here)
     torch.distributions.Distribution.set_default_validate_args(False)
     device = torch.device("cuda" if args.cuda else "cpu")
-    # Ctrl-C and kill (SIGTERM) only ask the loop to stop at its next step, which then saves the
-    # model: interrupting a library half-way (the TensorBoard writer) can hang it. A second one
-    # stops at once.
+    # Ctrl-C and kill (SIGTERM) only ask the run to stop at its next rollout step or minibatch,
+    # which then saves the model: interrupting a library half-way (the TensorBoard writer) can
+    # hang it. A second one stops at once. The handlers from before train() come back at its end.
     stop_requested = []
 
     def request_stop(signum, frame):
@@ -416,8 +420,7 @@ def train(args):
             raise KeyboardInterrupt
         stop_requested.append(signum)
 
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, request_stop)
+    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
 
     envs = make_envs(args, run_name)
     set_batch_sizes(args, envs)
@@ -533,7 +536,8 @@ def train(args):
                         clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
 
                     mb_advantages = b_advantages[mb_inds]
-                    if args.norm_adv:
+                    # dropping the autoreset rows can leave a 1-row minibatch, which has no std
+                    if args.norm_adv and len(mb_advantages) > 1:
                         mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
 
                     # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
@@ -562,6 +566,8 @@ def train(args):
                     if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
                         raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
                     optimizer.step()
+                    if stop_requested:  # Ctrl-C or kill during the update: stop after this step
+                        raise KeyboardInterrupt
 
                     if args.target_kl is not None and approx_kl > args.target_kl:
                         stop_early = True  # leave both loops: the policy moved far enough
@@ -592,10 +598,12 @@ def train(args):
                 eta = (args.num_iterations - iteration) * (last_status - start_time) / iteration
                 print(f"[{iteration}/{args.num_iterations}] global_step={global_step} SPS={sps} "
                       f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
+        if stop_requested:  # a signal during the last update still stops and saves
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         save_model(agent, args, model_path)
         print(f"interrupted at global_step={global_step}; model saved to {model_path}")
-        sys.exit(130)
+        sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
     except FloatingPointError as e:
         save_model(agent, args, model_path)  # the weights are still those of the last good step
         fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")
@@ -610,6 +618,8 @@ def train(args):
     finally:
         envs.close()
         writer.close()
+        for stop_signal, handler in previous_handlers.items():
+            signal.signal(stop_signal, handler)
 
     if args.save_model:
         save_model(agent, args, model_path)

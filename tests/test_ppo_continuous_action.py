@@ -106,6 +106,28 @@ def test_nan_stops_the_run_and_keeps_the_last_good_model(in_tmp, monkeypatch, ca
     assert read_scalars(run_dir)["charts/SPS"]  # the iterations before the NaN are logged
 
 
+class MatrixActionEnv(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (2, 2), np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(3, np.float32), 0.0, False, False, {}
+
+
+def test_matrix_box_action_space_is_one_clear_line(in_tmp, capsys):
+    if "MatrixAction-v0" not in gym.registry:
+        gym.register("MatrixAction-v0", entry_point=MatrixActionEnv, max_episode_steps=10)
+    with pytest.raises(SystemExit) as stop:
+        pca.make_envs(pca.parse_args(["--env-id", "MatrixAction-v0"]), "run")
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "error:" in lines[0] and "1-D Box" in lines[0] and "(2, 2)" in lines[0]
+
+
 def test_discrete_env_is_refused(tmp_path):
     proc = run_script("ppo_continuous_action.py", "--env-id", "CartPole-v1", cwd=tmp_path, check=False)
     assert_one_line_error(proc, "needs a Box action space")

@@ -230,6 +230,18 @@ def test_bootstrap_truncation_flag(script, in_tmp, monkeypatch, bootstrap):
     assert (episode_ends[truncations == 1] == 1).all() == (bootstrap == "false")
 
 
+def test_a_one_row_minibatch_left_by_autoreset_rows_trains_on(script, in_tmp):
+    # 2-row minibatches; each episode end drops an autoreset row and leaves a 1-row minibatch,
+    # whose advantage std would be NaN
+    args = script.module.parse_args(script.short + ["--num-envs", "1", "--num-steps", "16",
+                                                    "--num-minibatches", "8", "--total-timesteps", "2048"])
+    script.module.train(args)
+    scalars = read_scalars(run_dirs(in_tmp)[0])
+    assert len(scalars["charts/episodic_return"]) >= 5  # episodes did end, so rows were dropped
+    assert len(scalars["losses/policy_loss"]) == args.num_iterations
+    assert all(np.isfinite(v) for _, v in scalars["losses/policy_loss"])
+
+
 def test_grad_norm_is_the_norm_before_clipping(script, in_tmp):
     script.module.train(script.module.parse_args(script.short + ["--max-grad-norm", "1e-6"]))
     grad_norms = [v for _, v in read_scalars(run_dirs(in_tmp)[0])["diagnostics/grad_norm"]]
@@ -325,7 +337,7 @@ def test_interrupt_saves_model_and_logs(script, tmp_path, stop_signal):
             break
     proc.send_signal(stop_signal)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 128 + stop_signal, stderr  # 130 for Ctrl-C, 143 for kill
     assert "Traceback" not in stderr
     assert "model saved to" in stdout
     (run_dir,) = run_dirs(tmp_path)
@@ -333,9 +345,50 @@ def test_interrupt_saves_model_and_logs(script, tmp_path, stop_signal):
     assert len(read_scalars(run_dir)["charts/SPS"]) >= 4
 
 
+def signal_at_gae(script, monkeypatch, stop_signal, on_call):
+    """Send this process stop_signal as the on_call-th GAE starts: after that rollout, before its update."""
+    seen = []
+    original = script.module.compute_gae
+
+    def signalling(*args):
+        seen.append(args)
+        if len(seen) == on_call:
+            os.kill(os.getpid(), stop_signal)
+        return original(*args)
+
+    monkeypatch.setattr(script.module, "compute_gae", signalling)
+
+
+def test_stop_during_an_update_ends_it_after_one_step(script, in_tmp, monkeypatch):
+    calls = record_agent_calls(script, monkeypatch)
+    signal_at_gae(script, monkeypatch, signal.SIGTERM, on_call=1)
+    with pytest.raises(SystemExit) as stop:
+        script.module.train(script.module.parse_args(script.short))
+    assert stop.value.code == 143
+    assert sum(grad for grad, *_ in calls) == 1  # one minibatch step, then it stops
+    assert (run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt").exists()
+
+
+def test_stop_during_the_last_update_still_saves(script, in_tmp, monkeypatch):
+    args = script.module.parse_args(script.short)  # no --save-model
+    signal_at_gae(script, monkeypatch, signal.SIGINT, on_call=args.num_iterations)
+    with pytest.raises(SystemExit) as stop:
+        script.module.train(args)
+    assert stop.value.code == 130
+    assert (run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt").exists()
+
+
+def test_signal_handlers_are_restored_when_train_ends(script, in_tmp):
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    script.module.train(script.module.parse_args(script.short))
+    assert {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} == before
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
+    (["--env-id", "no_such_module:NoSuchEnv-v0"], "no_such_module"),
     (["--num-minibatches", "3"], "--num-minibatches"),
+    (["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "8"], "minibatches of 1 row"),
     (["--num-envs", "0"], "--num-envs must be positive"),
     (["--num-steps", "-5"], "--num-steps must be positive"),
     (["--total-timesteps", "0"], "--total-timesteps must be positive"),
