@@ -11,7 +11,7 @@ rollout; with gradients: the update's forward), compute_gae, Tensor.backward, cl
 Optimizer.zero_grad/step, SummaryWriter.add_scalar and print. The update's remaining time (from
 the end of GAE to the first logged loss, minus the timed parts) is the loss arithmetic, minibatch
 indexing and the update's Python loop; the rollout's remaining time is storage writes, tensor
-conversions and its Python loop. Timers cost about a microsecond a call, a few percent in all.
+conversions, its Python loop and whatever no timer saw. Timers cost about a microsecond a call.
 Writes the table to benchmarks/results/profile_<script>_<env>.md.
 """
 import argparse
