@@ -17,6 +17,7 @@ Two things differ from most PPO scripts written before gymnasium 1.0:
      from V(final observation). Only a real termination zeroes the future value.
 """
 import argparse
+import copy
 import math
 import os
 import random
@@ -120,6 +121,10 @@ def fail(message):
     """Bad input: one line on stderr and argparse's exit code 2, no traceback."""
     print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+class EnvFault(Exception):
+    """The env returned a NaN or inf: its fault, not the learning's."""
 
 
 # ================================================================================================
@@ -325,6 +330,9 @@ def train(args):
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
 
+            if obs_rms is not None:  # kept to save clean statistics if the env sends a NaN
+                obs_rms_before_rollout = copy.deepcopy(obs_rms.obs_rms)
+
             # ----------------------------------------------------------------------------------
             # Rollout: num_steps steps of every env with the current policy
             # ----------------------------------------------------------------------------------
@@ -353,6 +361,12 @@ def train(args):
                         print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
                         writer.add_scalar("charts/episodic_return", episodic_return, global_step)
                         writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
+
+            # A NaN or inf from the env would reach every loss: name it and stop here
+            if not (np.isfinite(obs).all() and np.isfinite(next_obs).all()):
+                raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
+            if not np.isfinite(rewards).all():
+                raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
 
             # ----------------------------------------------------------------------------------
             # Advantages (section 4). The policy has not changed since the rollout, so
@@ -469,6 +483,11 @@ def train(args):
         save_model(agent, args, model_path, obs_rms)
         print(f"interrupted at global_step={global_step}; model saved to {model_path}")
         sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
+    except EnvFault as e:
+        if obs_rms is not None:  # the statistics from before the bad observation
+            obs_rms.obs_rms = obs_rms_before_rollout
+        save_model(agent, args, model_path, obs_rms)  # no update has seen the bad values
+        fail(f"{e}: a fault of the env, not of the learning. The model is saved to {model_path}")
     except FloatingPointError as e:
         save_model(agent, args, model_path, obs_rms)  # the weights are still those of the last good step
         fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")

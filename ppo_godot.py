@@ -144,6 +144,10 @@ def fail(message):
     sys.exit(2)
 
 
+class EnvFault(Exception):
+    """The env returned a NaN or inf: its fault, not the learning's."""
+
+
 # ================================================================================================
 # 2. Environment
 # ================================================================================================
@@ -489,6 +493,12 @@ def train(args):
                         writer.add_scalar("charts/episodic_return", episodic_return, global_step)
                         writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
 
+            # A NaN or inf from the env would reach every loss: name it and stop here
+            if not (np.isfinite(obs).all() and np.isfinite(next_obs).all()):
+                raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
+            if not np.isfinite(rewards).all():
+                raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
+
             # ----------------------------------------------------------------------------------
             # Advantages (section 4). The policy has not changed since the rollout, so
             # log pi_old(a_t|s_t) and V(s_t) come from one forward over all stored rows
@@ -604,6 +614,9 @@ def train(args):
         save_model(agent, args, model_path)
         print(f"interrupted at global_step={global_step}; model saved to {model_path}")
         sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
+    except EnvFault as e:
+        save_model(agent, args, model_path)  # no update has seen the bad values
+        fail(f"{e}: a fault of the env, not of the learning. The model is saved to {model_path}")
     except FloatingPointError as e:
         save_model(agent, args, model_path)  # the weights are still those of the last good step
         fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")

@@ -242,6 +242,64 @@ def test_a_one_row_minibatch_left_by_autoreset_rows_trains_on(script, in_tmp):
     assert all(np.isfinite(v) for _, v in scalars["losses/policy_loss"])
 
 
+class TurnsBadAfter(gym.Wrapper):
+    """From its steps-th step on, the env returns an inf observation or a NaN reward."""
+
+    def __init__(self, env, what, steps):
+        super().__init__(env)
+        self.what, self.steps_left = what, steps
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps_left -= 1
+        if self.steps_left < 0 and self.what == "observation":
+            obs = np.full_like(obs, np.inf)
+        if self.steps_left < 0 and self.what == "reward":
+            reward = np.nan
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("what", ["observation", "reward"])
+def test_nan_or_inf_from_the_env_is_named_as_an_env_fault(script, what, in_tmp, monkeypatch, capsys):
+    original = script.module.make_env
+    monkeypatch.setattr(script.module, "make_env", lambda *a: lambda: TurnsBadAfter(original(*a)(), what, 150))
+    with pytest.raises(SystemExit) as stop:
+        script.module.train(script.module.parse_args(script.short))
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and f"non-finite {what}" in lines[0] and "fault of the env" in lines[0]
+    (run_dir,) = run_dirs(in_tmp)
+    checkpoint = torch.load(run_dir / f"{script.module.__name__}.pt")
+    assert all(torch.isfinite(w).all() for w in checkpoint["model"].values())
+    for stats in (checkpoint.get("obs_rms") or {}).values():  # and the observation statistics
+        assert torch.isfinite(stats).all()
+    assert read_scalars(run_dir)["charts/SPS"]  # the iterations before it are logged
+
+
+def test_nan_in_the_loss_stops_before_the_weights_change(script, in_tmp, monkeypatch, capsys):
+    original = script.module.Agent.get_action_and_value
+    grad_calls, weights_before = [], {}
+
+    def poisoned(self, x, action=None):
+        out = original(self, x, action)
+        if torch.is_grad_enabled():
+            grad_calls.append(1)
+            if len(grad_calls) == 3:  # the third minibatch's log-probs turn NaN
+                weights_before.update({k: v.clone() for k, v in self.state_dict().items()})
+                return out[0], out[1] * np.nan, out[2], out[3]
+        return out
+
+    monkeypatch.setattr(script.module.Agent, "get_action_and_value", poisoned)
+    with pytest.raises(SystemExit) as stop:
+        script.module.train(script.module.parse_args(script.short))
+    assert stop.value.code == 2
+    message = capsys.readouterr().err.strip()
+    assert "non-finite loss or gradient" in message and "last good model is saved" in message
+    saved = torch.load(run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt")["model"]
+    assert saved.keys() == weights_before.keys()
+    assert all(torch.equal(saved[k], weights_before[k]) for k in saved)  # the bad step changed nothing
+
+
 def test_grad_norm_is_the_norm_before_clipping(script, in_tmp):
     script.module.train(script.module.parse_args(script.short + ["--max-grad-norm", "1e-6"]))
     grad_norms = [v for _, v in read_scalars(run_dirs(in_tmp)[0])["diagnostics/grad_norm"]]
