@@ -543,7 +543,7 @@ def train(args):
                         # KL(pi_old || pi_theta) estimators, http://joschu.net/blog/kl-approx.html
                         old_approx_kl = (-logratio).mean()
                         approx_kl = ((ratio - 1) - logratio).mean()
-                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean().item())
+                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
 
                     mb_advantages = b_advantages[mb_inds]
                     # dropping the autoreset rows can leave a 1-row minibatch, which has no std
@@ -557,14 +557,14 @@ def train(args):
 
                     # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
                     newvalue = newvalue.flatten()
+                    mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
                     if args.clip_vloss:
-                        v_loss_unclipped = (newvalue - b_returns[mb_inds]) ** 2
-                        v_clipped = b_values[mb_inds] + torch.clamp(
-                            newvalue - b_values[mb_inds], -args.clip_coef, args.clip_coef)
-                        v_loss_clipped = (v_clipped - b_returns[mb_inds]) ** 2
+                        v_loss_unclipped = (newvalue - mb_returns) ** 2
+                        v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                        v_loss_clipped = (v_clipped - mb_returns) ** 2
                         v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
                     else:
-                        v_loss = 0.5 * ((newvalue - b_returns[mb_inds]) ** 2).mean()
+                        v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
 
                     # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi]
                     entropy_loss = entropy.mean()
@@ -599,7 +599,7 @@ def train(args):
             writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
             writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
             writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", np.mean(clipfracs), global_step)
+            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
             writer.add_scalar("losses/explained_variance", explained_var, global_step)
             writer.add_scalar("diagnostics/grad_norm", grad_norm.item(), global_step)
             writer.add_scalar("diagnostics/update_epochs_done", epoch + 1, global_step)
