@@ -385,6 +385,24 @@ def test_save_load_evaluate_round_trip(short_run):
     assert len(script.module.evaluate(str(checkpoint), eval_episodes=2, seed=5)) == 2
 
 
+def test_evaluation_acts_with_the_saved_weights(short_run, monkeypatch):
+    script, _, run_dir, _ = short_run
+    checkpoint = run_dir / f"{script.module.__name__}.pt"
+    acting = []  # the weights of the agent at its first action
+
+    class RecordingAgent(script.module.Agent):
+        def policy(self, x):
+            if not acting:
+                acting.append({k: v.clone() for k, v in self.state_dict().items()})
+            return super().policy(x)
+
+    monkeypatch.setattr(script.module, "Agent", RecordingAgent)
+    script.module.evaluate(str(checkpoint), eval_episodes=1, seed=3)
+    saved = torch.load(checkpoint)["model"]
+    assert acting and acting[0].keys() == saved.keys()
+    assert all(torch.equal(acting[0][k], saved[k]) for k in saved)
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
 def test_interrupt_saves_model_and_logs(script, tmp_path, stop_signal):
     proc = subprocess.Popen([sys.executable, str(REPO / script.file), *script.short, "--total-timesteps", "10000000"],
