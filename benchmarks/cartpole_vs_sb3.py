@@ -48,7 +48,7 @@ def run_ppo(seed, total_timesteps, workdir):
     returns = [e.value for e in episodes]
     solved_steps, solved_seconds = solve_point(steps, returns, [e.wall_time for e in episodes], start)
     return dict(sps=acc.Scalars("charts/SPS")[-1].value, solved_steps=solved_steps,
-                solved_seconds=solved_seconds, final_return=float(np.mean(returns[-100:])))
+                solved_seconds=solved_seconds, final_return=float(np.mean(returns[-100:])), started=start)
 
 
 def run_cleanrl(path, seed, total_timesteps, workdir):

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cartpole_vs_sb3 import solve_point
-from common import REPO, read_run, write_table
+from cartpole_vs_sb3 import run_ppo
+from common import REPO, write_table
 
 CLEANRL_REQUIREMENTS = ["gymnasium==0.29.1", "numpy==1.24.4", "tyro==0.5.10", "tensorboard", "torch==2.13.0"]
 SCRIPTS = [  # ours, CleanRL's, the flags both get
@@ -95,19 +95,14 @@ def speed_lines(ours, steps, results, pairs):
 
 
 def solve_times(seeds, workdir):
-    """Seconds until the 100-episode mean first reaches 475, per seed: (from process start, from training start)."""
+    """Per seed: (seed, steps to 475, seconds from process start, seconds from training start, SPS)."""
     rows = []
     for seed in range(1, seeds + 1):
         launched = time.time()
-        subprocess.run([sys.executable, str(REPO / "ppo.py"), "--seed", str(seed), "--exp-name", "solve"],
-                       cwd=workdir, check=True, stdout=subprocess.DEVNULL)
-        acc = read_run(next((Path(workdir) / "runs").glob(f"*__solve__{seed}__*")))
-        started = acc.Tensors("hyperparameters/text_summary")[0].wall_time
-        episodes = acc.Scalars("charts/episodic_return")
-        steps, seconds = solve_point([e.step for e in episodes], [e.value for e in episodes],
-                                     [e.wall_time for e in episodes], started)
-        rows.append((seed, steps, None if seconds is None else seconds + started - launched, seconds,
-                     acc.Scalars("charts/SPS")[-1].value))
+        run = run_ppo(seed, 500000, workdir)  # ppo.py's defaults
+        seconds = run["solved_seconds"]
+        rows.append((seed, run["solved_steps"], None if seconds is None else seconds + run["started"] - launched,
+                     seconds, run["sps"]))
         print("solve", rows[-1], flush=True)
     return rows
 

@@ -4,6 +4,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import REPO
 
@@ -30,7 +31,6 @@ def test_profile_times_every_phase_and_accounts_for_the_run(script, argv, tmp_pa
     assert len(seconds) == len(profile_phases.PHASES)
     assert sum(seconds) == pytest.approx(total, abs=0.01 * len(seconds))  # every second lands in a phase
     # the patched functions are restored afterwards
-    import torch
     assert torch.Tensor.backward.__qualname__ == "Tensor.backward"
 
 
