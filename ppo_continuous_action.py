@@ -17,15 +17,19 @@ Two things differ from most PPO scripts written before gymnasium 1.0:
      from V(final observation). Only a real termination zeroes the future value.
 """
 import argparse
+import contextlib
 import copy
 import math
 import os
+import pickle
 import random
 import signal
 import sys
+import threading
 import time
 
 import gymnasium as gym
+import cloudpickle
 import numpy as np
 import torch
 import torch.nn as nn
@@ -63,8 +67,11 @@ def parse_args(argv=None):
     p.add_argument("--capture-video", default=False, **flag,
                    help="save videos of env 0 to videos/{run_name} (needs a renderable env)")
     p.add_argument("--save-model", default=False, **flag,
-                   help="save weights + args to runs/{run_name}/{exp_name}.pt at the end "
-                        "(an interrupted or crashed run always saves)")
+                   help="save the full training state to runs/{run_name}/{exp_name}.pt at the end "
+                        "(an interrupted or crashed run always saves it)")
+    p.add_argument("--resume", default=None,
+                   help="continue the run saved in this checkpoint, with its flags and in its log "
+                        "folder; only --total-timesteps may be given again (to extend the run)")
     # Algorithm
     p.add_argument("--env-id", default="HalfCheetah-v4", help="a gymnasium env id with Box actions")
     p.add_argument("--total-timesteps", type=int, default=1000000, help="env steps over all envs")
@@ -114,7 +121,25 @@ def parse_args(argv=None):
         fail(f"--num-minibatches {args.num_minibatches} splits the batch of {args.batch_size} rows into "
              f"minibatches of 1 row; each needs at least 2")
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)
+    if args.resume:
+        args = resumed_args(args, sys.argv[1:] if argv is None else argv)
     return args
+
+
+def resumed_args(args, argv):
+    """The flags of the run saved in --resume, with a new --total-timesteps if one is given."""
+    given = {a.split("=")[0] for a in argv if a.startswith("--")}
+    if given - {"--resume", "--total-timesteps"}:
+        fail(f"--resume continues a run with the flags it started with; it takes no "
+             f"{' '.join(sorted(given - {'--resume', '--total-timesteps'}))} (only --total-timesteps)")
+    resumed = argparse.Namespace(**load_checkpoint(args.resume)["args"])
+    resumed.resume = args.resume
+    if "--total-timesteps" in given:
+        resumed.total_timesteps = args.total_timesteps
+        resumed.num_iterations = max(1, args.total_timesteps // resumed.batch_size)
+    if resumed.cuda and not torch.cuda.is_available():
+        fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
+    return resumed
 
 
 def fail(message):
@@ -150,11 +175,48 @@ def wrap_envs(envs, norm_obs, norm_reward, gamma):
     envs = gym.wrappers.vector.ClipAction(envs)  # the env gets the clipped action, we store the sample
     if norm_obs:
         envs = gym.wrappers.vector.NormalizeObservation(envs)
-        envs = gym.wrappers.vector.TransformObservation(envs, lambda obs: np.clip(obs, -10, 10))
+        clipped = gym.spaces.Box(-10.0, 10.0, envs.observation_space.shape, np.float32)
+        envs = gym.wrappers.vector.TransformObservation(envs, lambda obs: np.clip(obs, -10, 10), clipped)
+        envs.single_observation_space = gym.spaces.Box(-10.0, 10.0, clipped.shape[1:], np.float32)
     if norm_reward:
-        envs = gym.wrappers.vector.NormalizeReward(envs, gamma=gamma)
+        envs = NormalizeReward(envs, gamma=gamma)
         envs = gym.wrappers.vector.TransformReward(envs, lambda reward: np.clip(reward, -10, 10))
     return envs
+
+
+class NormalizeReward(gym.wrappers.vector.NormalizeReward):
+    """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}.
+
+    gymnasium's wrapper restarts G at terminations only, so on envs that end by time limit alone
+    (Pendulum, MuJoCo) G runs across episodes forever, and the autoreset step (not a transition)
+    adds a reward of 0. Here G restarts at every episode end and the autoreset step is left out."""
+
+    def __init__(self, envs, gamma):
+        super().__init__(envs, gamma=gamma)
+        self.autoreset = np.zeros(self.num_envs, dtype=bool)  # this step only resets these envs
+
+    def reset(self, **kwargs):
+        self.accumulated_reward[:] = 0.0
+        self.autoreset[:] = False
+        return self.env.reset(**kwargs)
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        transition = ~self.autoreset
+        self.accumulated_reward = np.where(transition, self.accumulated_reward * self.gamma + reward, 0.0)
+        if self.update_running_mean and transition.any():
+            self.return_rms.update(self.accumulated_reward[transition])
+        self.autoreset = terminated | truncated
+        return obs, reward / np.sqrt(self.return_rms.var + self.epsilon), terminated, truncated, info
+
+
+def find_wrapper(envs, wrapper_class):
+    """The wrapper of this class inside `envs`, or None."""
+    while isinstance(envs, gym.vector.VectorWrapper):
+        if isinstance(envs, wrapper_class):
+            return envs
+        envs = envs.env
+    return None
 
 
 def make_envs(args, run_name):
@@ -176,13 +238,44 @@ def make_envs(args, run_name):
     return wrap_envs(envs, args.norm_obs, args.norm_reward, args.gamma)
 
 
-def obs_normalizer(envs):
-    """The NormalizeObservation wrapper inside `envs`, or None."""
-    while isinstance(envs, gym.vector.VectorWrapper):
-        if isinstance(envs, gym.wrappers.vector.NormalizeObservation):
-            return envs
-        envs = envs.env
-    return None
+def get_env_state(envs, with_sub_envs=True):
+    """A copy of the envs' state, for --resume: the observation and reward statistics and,
+    with_sub_envs, the sub-envs themselves (None when they cannot be saved) and which of them reset
+    on the next step."""
+    state = {"sub_envs": None, "autoreset": None, "reward_stats": None}
+    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+    state["obs_stats"] = None if obs_normalizer is None else copy.deepcopy(obs_normalizer.obs_rms)
+    reward_normalizer = find_wrapper(envs, NormalizeReward)
+    if reward_normalizer is not None:
+        state["reward_stats"] = copy.deepcopy(
+            (reward_normalizer.return_rms, reward_normalizer.accumulated_reward, reward_normalizer.autoreset))
+    vector_env = envs.unwrapped
+    # cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs (MuJoCo, Box2D)
+    # pickle as freshly made ones: their state cannot be saved
+    if with_sub_envs and not any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
+        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
+            state["sub_envs"] = cloudpickle.dumps(vector_env.envs)
+            state["autoreset"] = vector_env._autoreset_envs.copy()
+    return state
+
+
+def set_env_state(envs, state):
+    """Put back what get_env_state saved. False when the sub-envs were not saved."""
+    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+    if obs_normalizer is not None:
+        obs_normalizer.obs_rms = state["obs_stats"]
+    reward_normalizer = find_wrapper(envs, NormalizeReward)
+    if reward_normalizer is not None:
+        (reward_normalizer.return_rms, reward_normalizer.accumulated_reward,
+         reward_normalizer.autoreset) = state["reward_stats"]
+    if state["sub_envs"] is None:
+        return False
+    vector_env = envs.unwrapped
+    for env in vector_env.envs:
+        env.close()
+    vector_env.envs = pickle.loads(state["sub_envs"])
+    vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
+    return True
 
 
 # ================================================================================================
@@ -267,8 +360,16 @@ def compute_gae(rewards, values, terminations, truncations, next_value, gamma, g
 # 5. Training loop
 # ================================================================================================
 def train(args):
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    run_dir = f"runs/{run_name}"
+    if args.resume:  # the same log folder: TensorBoard shows one run
+        run_dir = os.path.dirname(args.resume) or "."
+        run_name = os.path.basename(os.path.abspath(run_dir))
+    else:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = f"runs/{run_name}"
+    try:  # before anything slow: a log folder that cannot be made is a one-line error
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as e:
+        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
 
     # TRY NOT TO MODIFY: seeding, threads, device
     random.seed(args.seed)
@@ -287,13 +388,7 @@ def train(args):
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
-    writer = SummaryWriter(run_dir)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
-    )
     model_path = f"{run_dir}/{args.exp_name}.pt"
-    obs_rms = obs_normalizer(envs)
 
     # ------------------------------------------------------------------------------------------
     # Storage: one row per (step, env). Numpy, the env's own format: a row write costs ~0.5 us
@@ -307,38 +402,93 @@ def train(args):
     # is_transition[t] is False for the autoreset row that follows an episode end
     is_transition = np.zeros((args.num_steps, args.num_envs), dtype=bool)
 
-    # Ctrl-C and kill (SIGTERM) only ask the run to stop at its next rollout step or minibatch,
-    # which then saves the model: interrupting a library half-way (the TensorBoard writer) can
-    # hang it. A second one stops at once. The handlers from before train() come back at its end.
+    # ------------------------------------------------------------------------------------------
+    # Start, or continue a saved run (--resume) from the update boundary it saved
+    # ------------------------------------------------------------------------------------------
+    iteration, global_step = 0, 0  # updates done, env steps done
+    next_done = np.zeros(args.num_envs, dtype=bool)
+    if args.resume:
+        checkpoint = load_checkpoint(args.resume)
+        saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
+        if saved is None:
+            fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+        iteration, global_step = saved["iteration"], saved["global_step"]
+        if iteration >= args.num_iterations:
+            fail(f"the run in {args.resume} already did its {global_step} steps; give a larger "
+                 f"--total-timesteps to continue it")
+        agent.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        random.setstate(saved["rng"]["python"])
+        np.random.set_state(saved["rng"]["numpy"])
+        torch.set_rng_state(saved["rng"]["torch"])
+        if args.cuda:
+            torch.cuda.set_rng_state(saved["rng"]["cuda"])
+    if args.resume and set_env_state(envs, saved["envs"]):
+        next_obs, next_done = saved["next_obs"], saved["next_done"]
+    else:
+        if args.resume:
+            print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
+                  f"stopped on a fault); the envs start new ones")
+        next_obs, _ = envs.reset(seed=args.seed + global_step)
+    # The last update boundary: where a run that stops on a fault resumes (with new episodes)
+    boundary = {"iteration": iteration, "global_step": global_step,
+                "envs": get_env_state(envs, with_sub_envs=False)}
+
+    def save(exact=False):
+        """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
+        (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
+        episodes from the last boundary; inside an update (boundary None), the weights only."""
+        resume = None
+        if boundary is not None:
+            rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+            if args.cuda:
+                rng["cuda"] = torch.cuda.get_rng_state()
+            resume = {**boundary, "optimizer": optimizer.state_dict(), "rng": rng,
+                      "next_obs": next_obs, "next_done": next_done}
+            if exact:
+                resume["envs"] = get_env_state(envs)
+        return save_checkpoint(model_path, args, agent, resume, envs)
+
+    # A resumed run hides the events its first life logged after the saved boundary
+    writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
+    if not args.resume:
+        writer.add_text(
+            "hyperparameters",
+            "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
+        )
+
+    # Ctrl-C and kill (SIGTERM) only ask the run to stop at the end of the iteration under way
+    # (one rollout and one update), where it saves a state that --resume continues exactly; and
+    # interrupting a library half-way, like the TensorBoard writer, can hang it. A second one stops
+    # at once. The handlers from before train() come back at its end.
     stop_requested = []
 
     def request_stop(signum, frame):
-        if stop_requested:
-            raise KeyboardInterrupt
         stop_requested.append(signum)
+        if len(stop_requested) > 1:
+            raise KeyboardInterrupt
 
     previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    # The writer writes from a thread of its own. A failed write (disk full) reaches us at the next
+    # add_scalar as an OSError; the thread's own traceback would only repeat it.
+    previous_excepthook = threading.excepthook
+    threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
 
-    global_step = 0
+    first_iteration, first_step = iteration + 1, global_step
     start_time = time.time()
     last_status = start_time
     try:
-        next_obs, _ = envs.reset(seed=args.seed)
-        next_done = np.zeros(args.num_envs, dtype=bool)
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
+            if stop_requested:  # Ctrl-C or kill: stop here, between two updates
+                raise KeyboardInterrupt
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-
-            if obs_rms is not None:  # kept to save clean statistics if the env sends a NaN
-                obs_rms_before_rollout = copy.deepcopy(obs_rms.obs_rms)
 
             # ----------------------------------------------------------------------------------
             # Rollout: num_steps steps of every env with the current policy
             # ----------------------------------------------------------------------------------
             for step in range(args.num_steps):
-                if stop_requested:
-                    raise KeyboardInterrupt
                 global_step += args.num_envs
                 obs[step] = next_obs
                 is_transition[step] = ~next_done  # after an episode end, this step only resets
@@ -390,6 +540,7 @@ def train(args):
             # Update: flatten the rollout, keep real transitions only, then
             # update_epochs passes of minibatch gradient steps on the clipped objective
             # ----------------------------------------------------------------------------------
+            boundary = None  # from the first gradient step until the update ends, nothing to resume from
             keep = is_transition.reshape(-1)
 
             def batch(x):  # (num_steps, num_envs, ...) -> (n_transitions, ...) tensor
@@ -445,8 +596,6 @@ def train(args):
                     if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
                         raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
                     optimizer.step()
-                    if stop_requested:  # Ctrl-C or kill during the update: stop after this step
-                        raise KeyboardInterrupt
 
                     if args.target_kl is not None and approx_kl > args.target_kl:
                         stop_early = True  # leave both loops: the policy moved far enough
@@ -460,7 +609,7 @@ def train(args):
             y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
             var_y = np.var(y_true)
             explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
-            sps = int(global_step / (time.time() - start_time))
+            sps = int((global_step - first_step) / (time.time() - start_time))
             writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
             writer.add_scalar("charts/SPS", sps, global_step)
             writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
@@ -474,63 +623,101 @@ def train(args):
             writer.add_scalar("diagnostics/update_epochs_done", epoch + 1, global_step)
             if time.time() - last_status > 10 or iteration == args.num_iterations:
                 last_status = time.time()
-                eta = (args.num_iterations - iteration) * (last_status - start_time) / iteration
+                iterations_done = iteration - first_iteration + 1
+                eta = (args.num_iterations - iteration) * (last_status - start_time) / iterations_done
                 print(f"[{iteration}/{args.num_iterations}] global_step={global_step} SPS={sps} "
                       f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
-        if stop_requested:  # a signal during the last update still stops and saves
+            boundary = {"iteration": iteration, "global_step": global_step,
+                        "envs": get_env_state(envs, with_sub_envs=False)}
+        if stop_requested:  # a signal during the last iteration still stops and saves
             raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        save_model(agent, args, model_path, obs_rms)
-        print(f"interrupted at global_step={global_step}; model saved to {model_path}")
+        if args.save_model:
+            print(save(exact=True))
+    except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
+        print(f"interrupted at global_step={global_step}. {save(exact=len(stop_requested) == 1)}")
         sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
-    except EnvFault as e:
-        if obs_rms is not None:  # the statistics from before the bad observation
-            obs_rms.obs_rms = obs_rms_before_rollout
-        save_model(agent, args, model_path, obs_rms)  # no update has seen the bad values
-        fail(f"{e}: a fault of the env, not of the learning. The model is saved to {model_path}")
-    except FloatingPointError as e:
-        save_model(agent, args, model_path, obs_rms)  # the weights are still those of the last good step
-        fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")
+    except EnvFault as e:  # caught before any update saw the bad values
+        fail(f"{e}: a fault of the env, not of the learning. {save()}")
+    except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
+        fail(f"{e}; try a lower --learning-rate. {save()}")
+    except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
+        try:
+            kept = save()
+        except OSError:
+            kept = "The checkpoint could not be written either."
+        fail(f"writing to {run_dir} failed ({e.strerror or e}). {kept}")
     except BaseException:
-        save_model(agent, args, model_path, obs_rms)
-        print(f"crashed at global_step={global_step}; model saved to {model_path}", file=sys.stderr)
+        print(f"crashed at global_step={global_step}. {save()}", file=sys.stderr)
         raise
     finally:
         envs.close()
-        writer.close()
+        with contextlib.suppress(OSError):  # a writer that failed to write fails again here
+            writer.close()
         for stop_signal, handler in previous_handlers.items():
             signal.signal(stop_signal, handler)
+        threading.excepthook = previous_excepthook
 
-    if args.save_model:
-        save_model(agent, args, model_path, obs_rms)
-        print(f"model saved to {model_path}")
     return run_dir
 
 
-def save_model(agent, args, path, obs_rms):
-    """Weights, arguments and the observation statistics the policy was trained with."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    stats = None if obs_rms is None else {
-        key: torch.as_tensor(getattr(obs_rms.obs_rms, key)) for key in ("mean", "var", "count")}
-    torch.save({"model": agent.state_dict(), "args": vars(args), "obs_rms": stats}, path)
+def save_checkpoint(path, args, agent, resume, envs):
+    """Saves the weights, flags and observation statistics (all that evaluation reads) and, pickled,
+    the state --resume needs (None: the weights are not those of an update boundary). Returns what
+    it saved, in words."""
+    if resume is not None:  # the boundary's statistics (not those of a NaN the env sent since)
+        obs_stats = resume["envs"]["obs_stats"]
+    else:  # inside an update: those of the rollout it learns from
+        obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+        obs_stats = None if obs_normalizer is None else obs_normalizer.obs_rms
+    obs_rms = None if obs_stats is None else {
+        key: torch.as_tensor(getattr(obs_stats, key)) for key in ("mean", "var", "count")}
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
+        torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
+                    "obs_rms": obs_rms, "resume": pickle.dumps(resume)}, path + ".tmp")
+    except RuntimeError:  # how torch reports a failed write
+        with contextlib.suppress(OSError):
+            os.remove(path + ".tmp")
+        raise OSError(f"cannot write {path}") from None
+    os.replace(path + ".tmp", path)
+    if resume is None:
+        return f"The model is saved to {path} (stopped inside an update: it cannot be resumed)"
+    return (f"The state at global_step={resume['global_step']} is saved to {path} "
+            f"(continue it with --resume {path})")
 
 
-# ================================================================================================
-# 6. Evaluation: load a checkpoint and play episodes with the mean action
-# ================================================================================================
-def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, use_obs_rms=True):
-    """use_obs_rms=False ignores the saved observation statistics (to show why they matter)."""
+def load_checkpoint(path):
+    """A checkpoint that this script saved, or one line saying why the file is not one."""
+    script = os.path.basename(__file__)
     try:
-        checkpoint = torch.load(checkpoint_path, map_location="cpu")
-    except (OSError, RuntimeError) as e:
-        fail(f"cannot load checkpoint {checkpoint_path!r}: {str(e).splitlines()[0]}")
+        checkpoint = torch.load(path, map_location="cpu")  # weights_only: runs no code from the file
+    except FileNotFoundError:
+        fail(f"no such checkpoint: {path!r}")
+    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
+        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
+    if not isinstance(checkpoint, dict) or "script" not in checkpoint:
+        fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
+    if checkpoint["script"] != script:
+        fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
+    return checkpoint
+
+
+# ================================================================================================
+# 6. Evaluation: load a checkpoint and play episodes, with the mean action or sampled ones
+# ================================================================================================
+def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy=True, use_obs_rms=True):
+    """Episode returns of the saved policy: greedy plays the mean action, otherwise actions are
+    sampled from pi(.|s) as in training. use_obs_rms=False ignores the saved observation
+    statistics (to show why they matter)."""
+    checkpoint = load_checkpoint(checkpoint_path)
     env_id = checkpoint["args"]["env_id"]
-    run_name = f"{os.path.basename(os.path.dirname(checkpoint_path))}-eval"
+    policy_name = "greedy" if greedy else "sampled"
+    run_name = f"{os.path.basename(os.path.dirname(os.path.abspath(checkpoint_path)))}-eval-{policy_name}"
     norm_obs = checkpoint["obs_rms"] is not None
     envs = wrap_envs(gym.vector.SyncVectorEnv([make_env(env_id, 0, capture_video, run_name)]),
                      norm_obs, norm_reward=False, gamma=0.99)
     if norm_obs:
-        obs_rms = obs_normalizer(envs)
+        obs_rms = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
         obs_rms.update_running_mean = False  # evaluation must not change the statistics
         if use_obs_rms:
             for key, value in checkpoint["obs_rms"].items():
@@ -543,19 +730,23 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, use_ob
     obs, _ = envs.reset(seed=seed)
     while len(episodic_returns) < eval_episodes:
         with torch.inference_mode():
-            action_mean, _ = agent.policy(torch.as_tensor(obs, dtype=torch.float32))
-        obs, _, _, _, infos = envs.step(action_mean.numpy())
+            obs_tensor = torch.as_tensor(obs, dtype=torch.float32)
+            action = agent.policy(obs_tensor)[0] if greedy else agent.get_action(obs_tensor)
+        obs, _, _, _, infos = envs.step(action.numpy())  # ClipAction: the env gets it clipped
         if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
             episodic_returns.append(float(infos["episode"]["r"][0]))
-            print(f"eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
+            print(f"{policy_name} eval_episode={len(episodic_returns)}, "
+                  f"episodic_return={episodic_returns[-1]:.1f}")
     envs.close()
     return episodic_returns
 
 
 if __name__ == "__main__":
     args = parse_args()
-    if args.eval_checkpoint:
-        returns = evaluate(args.eval_checkpoint, args.eval_episodes, args.seed, args.capture_video)
-        print(f"mean_return={np.mean(returns):.1f} over {len(returns)} episodes")
+    if args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
+        for greedy in (True, False):
+            returns = evaluate(args.eval_checkpoint, args.eval_episodes, args.seed, args.capture_video, greedy)
+            print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "
+                  f"+- {np.std(returns):.1f} over {len(returns)} episodes")
     else:
         train(args)

@@ -22,11 +22,13 @@ import contextlib
 import io
 import json
 import os
+import pickle
 import random
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import gymnasium as gym
@@ -68,8 +70,11 @@ def parse_args(argv=None):
                    help="CPU threads for torch; for 64-unit nets a 2nd thread gains ~10%% and is "
                         "several times slower when another process is busy (changes results)")
     p.add_argument("--save-model", default=False, **flag,
-                   help="save weights + args to runs/{run_name}/{exp_name}.pt at the end "
-                        "(an interrupted or crashed run always saves)")
+                   help="save the full training state to runs/{run_name}/{exp_name}.pt at the end "
+                        "(an interrupted or crashed run always saves it)")
+    p.add_argument("--resume", default=None,
+                   help="continue the run saved in this checkpoint, with its flags and in its log "
+                        "folder; only --total-timesteps may be given again (to extend the run)")
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
     p.add_argument("--learning-rate", type=float, default=2.5e-4, help="Adam step size")
@@ -119,7 +124,25 @@ def parse_args(argv=None):
     if args.env_path is not None and not (os.path.isfile(args.env_path) and os.access(args.env_path, os.X_OK)):
         fail(f"--env-path {args.env_path!r} is not an executable file (an exported game, or chmod +x it)")
     args.env_id = os.path.basename(args.env_path).split(".")[0] if args.env_path else "godot-editor"
+    if args.resume:
+        args = resumed_args(args, sys.argv[1:] if argv is None else argv)
     return args
+
+
+def resumed_args(args, argv):
+    """The flags of the run saved in --resume, with a new --total-timesteps if one is given."""
+    given = {a.split("=")[0] for a in argv if a.startswith("--")}
+    if given - {"--resume", "--total-timesteps"}:
+        fail(f"--resume continues a run with the flags it started with; it takes no "
+             f"{' '.join(sorted(given - {'--resume', '--total-timesteps'}))} (only --total-timesteps)")
+    resumed = argparse.Namespace(**load_checkpoint(args.resume)["args"])
+    resumed.resume = args.resume
+    if "--total-timesteps" in given:
+        resumed.total_timesteps = args.total_timesteps
+        resumed.num_iterations = max(1, args.total_timesteps // resumed.batch_size)
+    if resumed.cuda and not torch.cuda.is_available():
+        fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
+    return resumed
 
 
 def set_batch_sizes(args, envs):
@@ -310,6 +333,18 @@ def make_envs(args, run_name):
         return GodotVecEnv(args)
     except GameError as e:
         fail(str(e))
+    except KeyboardInterrupt:  # GodotVecEnv has ended the games; nothing was learned yet
+        print("interrupted while the games connected", file=sys.stderr)
+        sys.exit(128 + signal.SIGINT)
+
+
+def get_env_state(envs, with_sub_envs=True):
+    """A running game's state cannot be saved: --resume starts new episodes."""
+    return None
+
+
+def set_env_state(envs, state):
+    return False
 
 
 # ================================================================================================
@@ -402,9 +437,16 @@ def compute_gae(rewards, values, terminations, truncations, next_value, gamma, g
 # 5. Training loop
 # ================================================================================================
 def train(args):
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    run_dir = f"runs/{run_name}"
-
+    if args.resume:  # the same log folder: TensorBoard shows one run
+        run_dir = os.path.dirname(args.resume) or "."
+        run_name = os.path.basename(os.path.abspath(run_dir))
+    else:
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = f"runs/{run_name}"
+    try:  # before anything slow: a log folder that cannot be made is a one-line error
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as e:
+        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
     # TRY NOT TO MODIFY: seeding, threads, device
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -414,18 +456,6 @@ def train(args):
     # Speed: skip torch.distributions' argument checks (they cost more than the network here)
     torch.distributions.Distribution.set_default_validate_args(False)
     device = torch.device("cuda" if args.cuda else "cpu")
-    # Ctrl-C and kill (SIGTERM) only ask the run to stop at its next rollout step or minibatch,
-    # which then saves the model: interrupting a library half-way (the TensorBoard writer) can
-    # hang it. A second one stops at once. The handlers from before train() come back at its end.
-    stop_requested = []
-
-    def request_stop(signum, frame):
-        if stop_requested:
-            raise KeyboardInterrupt
-        stop_requested.append(signum)
-
-    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-
     envs = make_envs(args, run_name)
     set_batch_sizes(args, envs)
     obs_shape = envs.single_observation_space.shape
@@ -434,11 +464,6 @@ def train(args):
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
-    writer = SummaryWriter(run_dir)
-    writer.add_text(
-        "hyperparameters",
-        "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
-    )
     model_path = f"{run_dir}/{args.exp_name}.pt"
 
     # ------------------------------------------------------------------------------------------
@@ -453,13 +478,89 @@ def train(args):
     # is_transition[t] is False for the autoreset row that follows an episode end
     is_transition = np.zeros((args.num_steps, args.num_envs), dtype=bool)
 
-    global_step = 0
+    # ------------------------------------------------------------------------------------------
+    # Start, or continue a saved run (--resume) from the update boundary it saved
+    # ------------------------------------------------------------------------------------------
+    iteration, global_step = 0, 0  # updates done, env steps done
+    next_done = np.zeros(args.num_envs, dtype=bool)
+    if args.resume:
+        checkpoint = load_checkpoint(args.resume)
+        saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
+        if saved is None:
+            fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+        iteration, global_step = saved["iteration"], saved["global_step"]
+        if iteration >= args.num_iterations:
+            fail(f"the run in {args.resume} already did its {global_step} steps; give a larger "
+                 f"--total-timesteps to continue it")
+        agent.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        random.setstate(saved["rng"]["python"])
+        np.random.set_state(saved["rng"]["numpy"])
+        torch.set_rng_state(saved["rng"]["torch"])
+        if args.cuda:
+            torch.cuda.set_rng_state(saved["rng"]["cuda"])
+    if args.resume and set_env_state(envs, saved["envs"]):
+        next_obs, next_done = saved["next_obs"], saved["next_done"]
+    else:
+        if args.resume:
+            print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
+                  f"stopped on a fault); the envs start new ones")
+        try:
+            next_obs, _ = envs.reset(seed=args.seed + global_step)
+        except GameError as e:
+            envs.close()
+            fail(str(e))
+    # The last update boundary: where a run that stops on a fault resumes (with new episodes)
+    boundary = {"iteration": iteration, "global_step": global_step,
+                "envs": get_env_state(envs, with_sub_envs=False)}
+
+    def save(exact=False):
+        """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
+        (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
+        episodes from the last boundary; inside an update (boundary None), the weights only."""
+        resume = None
+        if boundary is not None:
+            rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+            if args.cuda:
+                rng["cuda"] = torch.cuda.get_rng_state()
+            resume = {**boundary, "optimizer": optimizer.state_dict(), "rng": rng,
+                      "next_obs": next_obs, "next_done": next_done}
+            if exact:
+                resume["envs"] = get_env_state(envs)
+        return save_checkpoint(model_path, args, agent, resume)
+
+    # A resumed run hides the events its first life logged after the saved boundary
+    writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
+    if not args.resume:
+        writer.add_text(
+            "hyperparameters",
+            "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
+        )
+
+    # Ctrl-C and kill (SIGTERM) only ask the run to stop at the end of the iteration under way
+    # (one rollout and one update), where it saves a state that --resume continues exactly; and
+    # interrupting a library half-way, like the TensorBoard writer, can hang it. A second one stops
+    # at once. The handlers from before train() come back at its end.
+    stop_requested = []
+
+    def request_stop(signum, frame):
+        stop_requested.append(signum)
+        if len(stop_requested) > 1:
+            raise KeyboardInterrupt
+
+    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    # The writer writes from a thread of its own. A failed write (disk full) reaches us at the next
+    # add_scalar as an OSError; the thread's own traceback would only repeat it.
+    previous_excepthook = threading.excepthook
+    threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
+
+    first_iteration, first_step = iteration + 1, global_step
     start_time = time.time()
     last_status = start_time
     try:
-        next_obs, _ = envs.reset(seed=args.seed)
-        next_done = np.zeros(args.num_envs, dtype=bool)
-        for iteration in range(1, args.num_iterations + 1):
+        for iteration in range(first_iteration, args.num_iterations + 1):
+            if stop_requested:  # Ctrl-C or kill: stop here, between two updates
+                raise KeyboardInterrupt
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * args.learning_rate
@@ -468,8 +569,6 @@ def train(args):
             # Rollout: num_steps steps of every env with the current policy
             # ----------------------------------------------------------------------------------
             for step in range(args.num_steps):
-                if stop_requested:
-                    raise KeyboardInterrupt
                 global_step += args.num_envs
                 obs[step] = next_obs
                 is_transition[step] = ~next_done  # after an episode end, this step only resets
@@ -521,6 +620,7 @@ def train(args):
             # Update: flatten the rollout, keep real transitions only, then
             # update_epochs passes of minibatch gradient steps on the clipped objective
             # ----------------------------------------------------------------------------------
+            boundary = None  # from the first gradient step until the update ends, nothing to resume from
             keep = is_transition.reshape(-1)
 
             def batch(x):  # (num_steps, num_envs, ...) -> (n_transitions, ...) tensor
@@ -576,8 +676,6 @@ def train(args):
                     if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
                         raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
                     optimizer.step()
-                    if stop_requested:  # Ctrl-C or kill during the update: stop after this step
-                        raise KeyboardInterrupt
 
                     if args.target_kl is not None and approx_kl > args.target_kl:
                         stop_early = True  # leave both loops: the policy moved far enough
@@ -591,7 +689,7 @@ def train(args):
             y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
             var_y = np.var(y_true)
             explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
-            sps = int(global_step / (time.time() - start_time))
+            sps = int((global_step - first_step) / (time.time() - start_time))
             writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
             writer.add_scalar("charts/SPS", sps, global_step)
             writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
@@ -605,47 +703,83 @@ def train(args):
             writer.add_scalar("diagnostics/update_epochs_done", epoch + 1, global_step)
             if time.time() - last_status > 10 or iteration == args.num_iterations:
                 last_status = time.time()
-                eta = (args.num_iterations - iteration) * (last_status - start_time) / iteration
+                iterations_done = iteration - first_iteration + 1
+                eta = (args.num_iterations - iteration) * (last_status - start_time) / iterations_done
                 print(f"[{iteration}/{args.num_iterations}] global_step={global_step} SPS={sps} "
                       f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
-        if stop_requested:  # a signal during the last update still stops and saves
+            boundary = {"iteration": iteration, "global_step": global_step,
+                        "envs": get_env_state(envs, with_sub_envs=False)}
+        if stop_requested:  # a signal during the last iteration still stops and saves
             raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        save_model(agent, args, model_path)
-        print(f"interrupted at global_step={global_step}; model saved to {model_path}")
+        if args.save_model:
+            print(save(exact=True))
+    except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
+        print(f"interrupted at global_step={global_step}. {save(exact=len(stop_requested) == 1)}")
         sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
-    except EnvFault as e:
-        save_model(agent, args, model_path)  # no update has seen the bad values
-        fail(f"{e}: a fault of the env, not of the learning. The model is saved to {model_path}")
-    except FloatingPointError as e:
-        save_model(agent, args, model_path)  # the weights are still those of the last good step
-        fail(f"{e}; try a lower --learning-rate. The last good model is saved to {model_path}")
+    except EnvFault as e:  # caught before any update saw the bad values
+        fail(f"{e}: a fault of the env, not of the learning. {save()}")
+    except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
+        fail(f"{e}; try a lower --learning-rate. {save()}")
     except GameError as e:
-        save_model(agent, args, model_path)
-        print(f"ppo_godot.py: error: {e}. The model so far is saved to {model_path}", file=sys.stderr)
+        print(f"ppo_godot.py: error: {e}. {save()}", file=sys.stderr)
         sys.exit(1)
+    except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
+        try:
+            kept = save()
+        except OSError:
+            kept = "The checkpoint could not be written either."
+        fail(f"writing to {run_dir} failed ({e.strerror or e}). {kept}")
     except BaseException:
-        save_model(agent, args, model_path)
-        print(f"crashed at global_step={global_step}; model saved to {model_path}", file=sys.stderr)
+        print(f"crashed at global_step={global_step}. {save()}", file=sys.stderr)
         raise
     finally:
         envs.close()
-        writer.close()
+        with contextlib.suppress(OSError):  # a writer that failed to write fails again here
+            writer.close()
         for stop_signal, handler in previous_handlers.items():
             signal.signal(stop_signal, handler)
+        threading.excepthook = previous_excepthook
 
-    if args.save_model:
-        save_model(agent, args, model_path)
-        print(f"model saved to {model_path}")
     if args.onnx_export_path:
         export_onnx(agent, int(np.prod(obs_shape)), args.onnx_export_path)
         print(f"policy exported to {args.onnx_export_path}")
     return run_dir
 
 
-def save_model(agent, args, path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    torch.save({"model": agent.state_dict(), "args": vars(args)}, path)
+def save_checkpoint(path, args, agent, resume):
+    """Saves the weights and flags (all that evaluation reads) and, pickled, the state --resume
+    needs (None: the weights are not those of an update boundary). Returns what it saved, in words."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
+        torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
+                    "resume": pickle.dumps(resume)}, path + ".tmp")
+    except RuntimeError:  # how torch reports a failed write
+        with contextlib.suppress(OSError):
+            os.remove(path + ".tmp")
+        raise OSError(f"cannot write {path}") from None
+    os.replace(path + ".tmp", path)
+    if resume is None:
+        return f"The model is saved to {path} (stopped inside an update: it cannot be resumed)"
+    return (f"The state at global_step={resume['global_step']} is saved to {path} "
+            f"(continue it with --resume {path})")
+
+
+def load_checkpoint(path):
+    """A checkpoint that this script saved, or one line saying why the file is not one."""
+    script = os.path.basename(__file__)
+    try:
+        checkpoint = torch.load(path, map_location="cpu")  # weights_only: runs no code from the file
+    except FileNotFoundError:
+        fail(f"no such checkpoint: {path!r}")
+    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
+        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
+    if not isinstance(checkpoint, dict) or "script" not in checkpoint:
+        fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
+    if checkpoint["script"] != script:
+        fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
+    return checkpoint
+
+
 
 
 # ================================================================================================

@@ -233,6 +233,8 @@ def ppo_update(agent, optimizer, storage, advantages, returns, max_grad_norm=MAX
             pg_loss, ratio = clipped_policy_loss(newlogprob, b_logprobs[mb_inds], mb_advantages, CLIP_COEF)
             v_loss = value_loss(newvalue.flatten(), b_returns[mb_inds])
             loss = total_loss(pg_loss, v_loss, entropy, VF_COEF, ENT_COEF)
+            if not torch.isfinite(loss):  # stop before a NaN reaches the weights
+                raise FloatingPointError(f"the loss is {loss.item()}: check TODOs 4 to 7")
 
             optimizer.zero_grad()
             loss.backward()
@@ -250,7 +252,8 @@ def train(total_timesteps=TOTAL_TIMESTEPS, seed=SEED, run_name=None):
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     run_name = run_name or f"{ENV_ID}__ppo_scratch__{seed}__{int(time.time())}"
-    writer = SummaryWriter(f"runs/{run_name}")
+    run_dir = f"runs/{run_name}"
+    writer = SummaryWriter(run_dir)
     envs = make_envs()
     agent = ActorCritic(envs.single_observation_space.shape[0], envs.single_action_space.n)
     optimizer = torch.optim.Adam(agent.parameters(), lr=LEARNING_RATE, eps=1e-5)
@@ -270,6 +273,10 @@ def train(total_timesteps=TOTAL_TIMESTEPS, seed=SEED, run_name=None):
             writer.add_scalar("losses/policy_loss", pg_loss, global_step)
             writer.add_scalar("losses/value_loss", v_loss, global_step)
             writer.add_scalar("losses/entropy", entropy, global_step)
+    except KeyboardInterrupt:  # Ctrl-C: keep what was learned
+        torch.save(agent.state_dict(), f"{run_dir}/ppo_scratch.pt")
+        print(f"interrupted at global_step={global_step}; weights saved to {run_dir}/ppo_scratch.pt")
+        sys.exit(130)
     finally:
         envs.close()
         writer.close()
@@ -281,3 +288,5 @@ if __name__ == "__main__":
         train()
     except TodoNotDone as e:
         sys.exit(str(e))
+    except (FloatingPointError, OSError) as e:  # a NaN loss, or runs/ that cannot be written
+        sys.exit(f"ppo_scratch_skeleton.py: error: {e}")

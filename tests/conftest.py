@@ -10,6 +10,33 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import ppo  # noqa: E402 (the scripts are found through the path above)
+import ppo_continuous_action  # noqa: E402
+
+
+class Script:
+    def __init__(self, module, env_id, short):
+        self.module, self.env_id, self.short = module, env_id, short
+        self.file = module.__name__ + ".py"
+
+    def __repr__(self):
+        return self.module.__name__
+
+
+# Runs this small take a few seconds: 4 iterations of 256 steps.
+SCRIPTS = [
+    Script(ppo, "CartPole-v1", ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]),
+    Script(ppo_continuous_action, "Pendulum-v1",
+           ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-envs", "2",
+            "--num-steps", "128", "--num-minibatches", "4", "--update-epochs", "2"]),
+]
+
+
+@pytest.fixture(params=SCRIPTS, ids=repr)
+def script(request):
+    """Each gymnasium training script, with the flags of a run that takes a few seconds."""
+    return request.param
+
 
 def run_script(script, *argv, cwd, timeout=300, check=True):
     """Run a top-level script as a user would, from `cwd` (so runs/ lands there)."""

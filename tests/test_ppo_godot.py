@@ -136,7 +136,7 @@ def test_game_dying_or_freezing_ends_the_run_cleanly(fault, port, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in stderr
     reason = "closed the connection" if fault == "kill" else "did not answer for 3 s"
     assert f"the game on port {port} {reason}" in stderr
-    assert "model so far is saved" in stderr
+    assert "is saved to" in stderr
     assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
     assert not game_pids(port)
 
@@ -149,7 +149,7 @@ def test_ctrl_c_saves_the_model_and_closes_the_games(port, tmp_path):
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in stderr
-    assert "model saved to" in stdout
+    assert "is saved to" in stdout
     assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
     assert not game_pids(port)
 

@@ -2,6 +2,7 @@
 diagnostics, logging, determinism, checkpoints, interrupts and bad input. Each test runs on both."""
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -14,32 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-import ppo
-import ppo_continuous_action
-from conftest import REPO, free_port, read_scalars, read_text_tags, run_dirs, run_script
+from conftest import REPO, SCRIPTS, free_port, read_scalars, read_text_tags, run_dirs, run_script
 
-
-class Script:
-    def __init__(self, module, env_id, short):
-        self.module, self.env_id, self.short = module, env_id, short
-        self.file = module.__name__ + ".py"
-
-    def __repr__(self):
-        return self.module.__name__
-
-
-# Runs this small take a few seconds: 4 iterations of 256 steps.
-SCRIPTS = [
-    Script(ppo, "CartPole-v1", ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]),
-    Script(ppo_continuous_action, "Pendulum-v1",
-           ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-envs", "2",
-            "--num-steps", "128", "--num-minibatches", "4", "--update-epochs", "2"]),
-]
-
-
-@pytest.fixture(params=SCRIPTS, ids=repr)
-def script(request):
-    return request.param
 
 TAGS = ["charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
         "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/old_approx_kl",
@@ -294,7 +271,8 @@ def test_nan_in_the_loss_stops_before_the_weights_change(script, in_tmp, monkeyp
         script.module.train(script.module.parse_args(script.short))
     assert stop.value.code == 2
     message = capsys.readouterr().err.strip()
-    assert "non-finite loss or gradient" in message and "last good model is saved" in message
+    assert "non-finite loss or gradient" in message and "model is saved" in message
+    assert "cannot be resumed" in message  # its weights are between two update boundaries
     saved = torch.load(run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt")["model"]
     assert saved.keys() == weights_before.keys()
     assert all(torch.equal(saved[k], weights_before[k]) for k in saved)  # the bad step changed nothing
@@ -381,7 +359,9 @@ def test_save_load_evaluate_round_trip(short_run):
     checkpoint = run_dir / f"{script.module.__name__}.pt"
     assert torch.load(checkpoint)["args"]["env_id"] == script.env_id
     proc = run_script(script.file, "--eval-checkpoint", str(checkpoint), "--eval-episodes", "2", cwd=cwd)
-    assert proc.stdout.count("eval_episode=") == 2 and "mean_return=" in proc.stdout
+    for policy in ("greedy", "sampled"):  # both are reported: students are surprised they differ
+        assert proc.stdout.count(f"{policy} eval_episode=") == 2
+        assert f"{policy} policy: mean_return=" in proc.stdout
     assert len(script.module.evaluate(str(checkpoint), eval_episodes=2, seed=5)) == 2
 
 
@@ -415,7 +395,7 @@ def test_interrupt_saves_model_and_logs(script, tmp_path, stop_signal):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 128 + stop_signal, stderr  # 130 for Ctrl-C, 143 for kill
     assert "Traceback" not in stderr
-    assert "model saved to" in stdout
+    assert "is saved to" in stdout and "--resume" in stdout
     (run_dir,) = run_dirs(tmp_path)
     assert (run_dir / f"{script.module.__name__}.pt").exists()
     assert len(read_scalars(run_dir)["charts/SPS"]) >= 4
@@ -435,14 +415,18 @@ def signal_at_gae(script, monkeypatch, stop_signal, on_call):
     monkeypatch.setattr(script.module, "compute_gae", signalling)
 
 
-def test_stop_during_an_update_ends_it_after_one_step(script, in_tmp, monkeypatch):
+def test_stop_during_an_update_ends_it_at_its_end(script, in_tmp, monkeypatch):
     calls = record_agent_calls(script, monkeypatch)
     signal_at_gae(script, monkeypatch, signal.SIGTERM, on_call=1)
+    args = script.module.parse_args(script.short)
     with pytest.raises(SystemExit) as stop:
-        script.module.train(script.module.parse_args(script.short))
+        script.module.train(args)
     assert stop.value.code == 143
-    assert sum(grad for grad, *_ in calls) == 1  # one minibatch step, then it stops
-    assert (run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt").exists()
+    # the whole first update, and not one rollout step more: the saved state is a boundary
+    assert sum(grad for grad, *_ in calls) == args.update_epochs * args.num_minibatches
+    assert sum(not grad for grad, *_ in calls) == 1
+    saved = torch.load(run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt")
+    assert pickle.loads(saved["resume"])["iteration"] == 1
 
 
 def test_stop_during_the_last_update_still_saves(script, in_tmp, monkeypatch):

@@ -1,0 +1,120 @@
+"""--resume: a run stopped anywhere (in a rollout, in an update, in the last update) and resumed
+gives exactly the metrics of the run that was never stopped, read back from its event files."""
+import os
+import pickle
+import signal
+import time
+
+import gymnasium as gym
+import pytest
+import torch
+
+from conftest import read_scalars, read_text_tags, run_dirs
+
+ITERATIONS = 6
+
+
+class SignalAt(gym.Wrapper):
+    """Sends this process SIGINT at the sub-env step numbered `at` (counted over all sub-envs)."""
+    at, steps = None, 0
+
+    def step(self, action):
+        SignalAt.steps += 1
+        if SignalAt.steps == SignalAt.at:
+            os.kill(os.getpid(), signal.SIGINT)
+        return self.env.step(action)
+
+
+@pytest.fixture
+def signal_at(script, monkeypatch):
+    original = script.module.make_env
+    monkeypatch.setattr(script.module, "make_env", lambda *a: lambda: SignalAt(original(*a)()))
+    SignalAt.at, SignalAt.steps = None, 0
+
+    def arm(at):
+        SignalAt.at, SignalAt.steps = at, 0
+    return arm
+
+
+def signal_at_gae(script, monkeypatch, on_call):
+    """SIGINT as the on_call-th GAE starts: after that rollout, in its update."""
+    calls = []
+    original = script.module.compute_gae
+
+    def signalling(*args):
+        calls.append(1)
+        if len(calls) == on_call:
+            os.kill(os.getpid(), signal.SIGINT)
+        return original(*args)
+
+    monkeypatch.setattr(script.module, "compute_gae", signalling)
+
+
+def flags(script, *extra):
+    args = script.module.parse_args(script.short)
+    return script.short + ["--total-timesteps", str(ITERATIONS * args.batch_size), *extra]
+
+
+def train_in(folder, script, argv, monkeypatch):
+    """Train in `folder`; the exit code when the run stops itself, else None."""
+    folder.mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    try:
+        script.module.train(script.module.parse_args(argv))
+    except SystemExit as stop:
+        return stop.code
+    return None
+
+
+def resume(folder, script, extra, monkeypatch):
+    """The second life of the run in `folder`: at least a second later, as a user would start it
+    (TensorBoard orders event files by the second in their names)."""
+    time.sleep(1.0 - time.time() % 1.0 + 0.05)
+    (run_dir,) = run_dirs(folder)
+    checkpoint = run_dir / f"{script.module.__name__}.pt"
+    assert train_in(folder, script, ["--resume", str(checkpoint), *extra], monkeypatch) is None
+    return run_dir
+
+
+def assert_same_metrics(reference_dir, resumed_dir):
+    reference, resumed = read_scalars(reference_dir), read_scalars(resumed_dir)
+    assert reference.keys() == resumed.keys()
+    assert len(reference["losses/policy_loss"]) == ITERATIONS
+    for tag in reference:
+        if tag != "charts/SPS":  # wall-clock
+            assert resumed[tag] == reference[tag], tag  # same steps, same values, nothing twice
+    assert read_text_tags(resumed_dir).count("hyperparameters/text_summary") == 1
+
+
+@pytest.mark.parametrize("where", ["rollout", "update", "last update"])
+def test_stopped_and_resumed_equals_never_stopped(script, where, tmp_path, monkeypatch, signal_at):
+    argv = flags(script)
+    assert train_in(tmp_path / "reference", script, argv, monkeypatch) is None
+
+    args = script.module.parse_args(argv)
+    if where == "rollout":  # half-way through the third rollout
+        signal_at(int(2.5 * args.batch_size))
+    else:
+        signal_at_gae(script, monkeypatch, on_call=3 if where == "update" else ITERATIONS)
+    assert train_in(tmp_path / "stopped", script, argv, monkeypatch) == 130
+    saved = torch.load(run_dirs(tmp_path / "stopped")[0] / f"{script.module.__name__}.pt")
+    assert saved["script"] == script.file
+    signal_at(None)
+
+    if where == "last update":  # the update it stopped in was the last: the run is complete
+        assert pickle.loads(saved["resume"])["iteration"] == ITERATIONS
+        assert_same_metrics(run_dirs(tmp_path / "reference")[0], run_dirs(tmp_path / "stopped")[0])
+        return
+    resumed_dir = resume(tmp_path / "stopped", script, [], monkeypatch)
+    assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir)
+
+
+def test_a_finished_run_continues_with_more_timesteps(script, tmp_path, monkeypatch):
+    argv = flags(script, "--anneal-lr", "false")  # annealing follows the total, which changes here
+    assert train_in(tmp_path / "reference", script, argv, monkeypatch) is None
+
+    half = script.module.parse_args(argv).batch_size * ITERATIONS // 2
+    short = argv + ["--total-timesteps", str(half), "--save-model"]
+    assert train_in(tmp_path / "extended", script, short, monkeypatch) is None
+    resumed_dir = resume(tmp_path / "extended", script, ["--total-timesteps", str(2 * half)], monkeypatch)
+    assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir)
