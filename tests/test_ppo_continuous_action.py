@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import ppo
 import ppo_continuous_action as pca
 from conftest import read_scalars, run_dirs, run_script
 from test_scripts import SCRIPTS, assert_one_line_error, record_agent_calls
@@ -115,3 +116,39 @@ def test_capture_video_writes_mp4_headless(tmp_path, env_id):
     run_script("ppo_continuous_action.py", "--eval-checkpoint", str(checkpoint), "--eval-episodes", "1",
                "--capture-video", cwd=tmp_path)
     assert list((tmp_path / "videos").rglob("*.mp4"))
+
+
+def test_normalised_observations_report_their_clipped_bounds():
+    envs = pca.make_envs(pca.parse_args(SHORT), "bounds")
+    obs, _ = envs.reset(seed=0)
+    for _ in range(5):
+        obs, *_ = envs.step(envs.action_space.sample())
+    assert (envs.single_observation_space.low == -10).all() and (envs.single_observation_space.high == 10).all()
+    assert envs.observation_space.shape == obs.shape and envs.observation_space.contains(obs)
+    envs.close()
+
+
+class ConstantReward(gym.Env):
+    """Reward 1 at every step, never terminates: only a time limit ends its episodes."""
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, False, False, {}
+
+
+@pytest.mark.parametrize("module", [ppo, pca], ids=["ppo", "ppo_continuous_action"])
+def test_reward_normalisation_restarts_the_return_at_time_limits(module):
+    envs = gym.vector.SyncVectorEnv([lambda: gym.wrappers.TimeLimit(ConstantReward(), 3)] * 2)
+    envs = module.NormalizeReward(envs, gamma=0.5)
+    envs.reset(seed=0)
+    for _ in range(8):  # two episodes of 3 steps, each followed by its autoreset step
+        envs.step(envs.action_space.sample())
+    # G_t = 1, 1.5, 1.75 in each episode; the autoreset steps are not transitions
+    returns = [1.0, 1.5, 1.75] * 2
+    assert envs.return_rms.count == pytest.approx(2 * len(returns), abs=1e-3)
+    assert envs.return_rms.mean == pytest.approx(np.mean(returns), abs=1e-3)
+    assert envs.return_rms.var == pytest.approx(np.var(returns), abs=1e-3)
