@@ -43,6 +43,11 @@ def str2bool(value):
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
+# A resumed run keeps its flags, but for these (a longer run: the learning rate's decay is then
+# spread over the new total)
+RESUME_FLAGS = ["--total-timesteps"]
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.error = fail  # a bad flag gets one line, not the whole usage text
@@ -121,16 +126,17 @@ def parse_args(argv=None):
 
 
 def resumed_args(args, argv):
-    """The flags of the run saved in --resume, with a new --total-timesteps if one is given."""
-    given = {a.split("=")[0] for a in argv if a.startswith("--")}
-    if given - {"--resume", "--total-timesteps"}:
+    """The flags of the run saved in --resume, with those of RESUME_FLAGS given anew."""
+    given = {a.split("=")[0] for a in argv if a.startswith("--")} - {"--resume"}
+    if given - set(RESUME_FLAGS):
         fail(f"--resume continues a run with the flags it started with; it takes no "
-             f"{' '.join(sorted(given - {'--resume', '--total-timesteps'}))} (only --total-timesteps)")
+             f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
     resumed = argparse.Namespace(**load_checkpoint(args.resume)["args"])
     resumed.resume = args.resume
-    if "--total-timesteps" in given:
-        resumed.total_timesteps = args.total_timesteps
-        resumed.num_iterations = max(1, args.total_timesteps // resumed.batch_size)
+    for flag in given:
+        name = flag[2:].replace("-", "_")
+        setattr(resumed, name, getattr(args, name))
+    resumed.num_iterations = max(1, resumed.total_timesteps // resumed.batch_size)
     if resumed.cuda and not torch.cuda.is_available():
         fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
     return resumed

@@ -52,6 +52,12 @@ def str2bool(value):
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
+# A resumed run keeps its flags, but for these: a longer run (the learning rate's decay is then
+# spread over the new total), and where and how to reach the game
+RESUME_FLAGS = ["--total-timesteps", "--env-path", "--port", "--connect-timeout", "--step-timeout",
+                "--show-window"]
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.error = fail  # a bad flag gets one line, not the whole usage text
@@ -113,10 +119,15 @@ def parse_args(argv=None):
                    help="seconds a game may take to answer before it counts as frozen")
     p.add_argument("--onnx-export-path", default=None,
                    help="also export the policy to ONNX, as the Godot RL Agents plugin loads it")
+    # Evaluation
+    p.add_argument("--eval-checkpoint", default=None,
+                   help="play this saved model in the game (--env-path, or the editor) instead of training")
+    p.add_argument("--eval-episodes", type=int, default=10,
+                   help="at least this many episodes for --eval-checkpoint, as many from every agent")
     args = p.parse_args(argv)
 
     for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "torch_threads",
-                 "n_parallel"):
+                 "n_parallel", "eval_episodes"):
         if getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if args.cuda and not torch.cuda.is_available():
@@ -130,16 +141,17 @@ def parse_args(argv=None):
 
 
 def resumed_args(args, argv):
-    """The flags of the run saved in --resume, with a new --total-timesteps if one is given."""
-    given = {a.split("=")[0] for a in argv if a.startswith("--")}
-    if given - {"--resume", "--total-timesteps"}:
+    """The flags of the run saved in --resume, with those of RESUME_FLAGS given anew."""
+    given = {a.split("=")[0] for a in argv if a.startswith("--")} - {"--resume"}
+    if given - set(RESUME_FLAGS):
         fail(f"--resume continues a run with the flags it started with; it takes no "
-             f"{' '.join(sorted(given - {'--resume', '--total-timesteps'}))} (only --total-timesteps)")
+             f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
     resumed = argparse.Namespace(**load_checkpoint(args.resume)["args"])
     resumed.resume = args.resume
-    if "--total-timesteps" in given:
-        resumed.total_timesteps = args.total_timesteps
-        resumed.num_iterations = max(1, args.total_timesteps // resumed.batch_size)
+    for flag in given:
+        name = flag[2:].replace("-", "_")
+        setattr(resumed, name, getattr(args, name))
+    resumed.num_iterations = max(1, resumed.total_timesteps // resumed.batch_size)
     if resumed.cuda and not torch.cuda.is_available():
         fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
     return resumed
@@ -390,8 +402,18 @@ class Agent(nn.Module):
         output = self.actor(x)
         if self.continuous:
             return output + self.actor_logstd.exp() * torch.randn_like(output)
+        # Each head draws argmax(pi / E) with E ~ Exp(1): action a wins with probability pi(a|s). The
+        # draw torch.multinomial makes, without its input checks (which would stop a rollout on the
+        # NaN of a faulty game before the end-of-rollout check can name it)
         probs = [torch.softmax(logits, dim=-1) for logits in output.split(self.nvec, dim=-1)]
-        return torch.stack([torch.multinomial(p, num_samples=1).squeeze(-1) for p in probs], dim=-1)
+        return torch.stack([(p / torch.empty_like(p).exponential_()).argmax(dim=-1) for p in probs], dim=-1)
+
+    def get_greedy_action(self, x):
+        """The most likely action: each head's argmax, or the Gaussian's mean."""
+        output = self.actor(x)
+        if self.continuous:
+            return output
+        return torch.stack([logits.argmax(dim=-1) for logits in output.split(self.nvec, dim=-1)], dim=-1)
 
     def get_action_and_value(self, x, action=None):
         output = self.actor(x)
@@ -805,5 +827,51 @@ def export_onnx(agent, obs_dim, path):
                       dynamic_axes={name: {0: "batch_size"} for name in names})
 
 
+# ================================================================================================
+# 7. Evaluation: play a checkpoint in the game, greedy or sampled
+# ================================================================================================
+def evaluate(args, greedy=True):
+    """Episode returns of the saved policy: greedy plays the most likely action, otherwise actions
+    are sampled as in training. Every agent's first episodes count, as many from each (short
+    episodes end first: counting the first ones to end would favour them)."""
+    checkpoint = load_checkpoint(args.eval_checkpoint)
+    policy_name = "greedy" if greedy else "sampled"
+    envs = make_envs(args, run_name=None)
+    try:
+        agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space)
+        try:
+            agent.load_state_dict(checkpoint["model"])
+        except RuntimeError:
+            fail(f"{args.eval_checkpoint} was trained on a game with other observation or action sizes")
+        rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
+        episodes_done = np.zeros(envs.num_envs, dtype=int)
+        episodic_returns = []
+        obs, _ = envs.reset(seed=args.seed)
+        while episodes_done.min() < rounds:
+            with torch.inference_mode():
+                obs_tensor = torch.as_tensor(obs)
+                action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
+            obs, _, _, _, infos = envs.step(action.numpy())
+            for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
+                if episodes_done[i] < rounds:
+                    episodic_returns.append(float(infos["episode"]["r"][i]))
+                    print(f"{policy_name} eval_episode={len(episodic_returns)}, "
+                          f"episodic_return={episodic_returns[-1]:.1f}")
+                episodes_done[i] += 1
+    except GameError as e:
+        fail(str(e))
+    finally:
+        envs.close()
+    return episodic_returns
+
+
 if __name__ == "__main__":
-    train(parse_args())
+    args = parse_args()
+    if args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
+        for greedy in (True, False):
+            returns = evaluate(args, greedy)
+            print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "
+                  f"+- {np.std(returns):.1f} over {len(returns)} episodes")
+    else:
+        train(args)
+

@@ -1,4 +1,5 @@
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -10,11 +11,26 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import gymnasium as gym  # noqa: E402
 import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
+import ppo_godot  # noqa: E402
+
+CHASE = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
+         for kind in ("discrete", "multidiscrete", "continuous")}
+
+
+def needs_godot():
+    """Skip without Debian's headless Godot 3; under CI (CI=true), whose .ci/run installs it, fail."""
+    if shutil.which("godot3-server") is None:
+        if os.environ.get("CI"):
+            pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
+        pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server")
 
 
 class Script:
+    """A gymnasium training script, and the flags of a run of it that takes a few seconds."""
+
     def __init__(self, module, env_id, short):
         self.module, self.env_id, self.short = module, env_id, short
         self.file = module.__name__ + ".py"
@@ -22,19 +38,98 @@ class Script:
     def __repr__(self):
         return self.module.__name__
 
+    def user_argv(self):
+        """The short run's flags for a process started as a user would."""
+        return self.short
+
+    def wrap_each_env(self, monkeypatch, wrapper):
+        """Train on wrapper(env) inside the script's own env stack."""
+        make_env = self.module.make_env
+        monkeypatch.setattr(self.module, "make_env", lambda *a: lambda: wrapper(make_env(*a)()))
+
+    def use_plain_envs(self, monkeypatch, wrapper=lambda env: env, max_episode_steps=30):
+        """Replace the script's env stack by plain RecordEpisodeStatistics(wrapper(env))."""
+        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: gym.vector.SyncVectorEnv([
+            lambda: gym.wrappers.RecordEpisodeStatistics(
+                wrapper(gym.make(self.env_id, max_episode_steps=max_episode_steps)))
+            for _ in range(args.num_envs)]))
+
+    def num_envs_argv(self, monkeypatch, num_envs):
+        return ["--num-envs", str(num_envs)]
+
+    def greedy_method(self):
+        """The agent's method that evaluation acts through first."""
+        return "policy"
+
+    def evaluate(self, checkpoint, eval_episodes, seed, greedy=True):
+        return self.module.evaluate(str(checkpoint), eval_episodes, seed=seed, greedy=greedy)
+
+
+class AsGameActions(gym.ActionWrapper):
+    """CartPole with the action space ppo_godot.py builds for a game of one discrete action."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.action_space = gym.spaces.MultiDiscrete([env.action_space.n])
+
+    def action(self, action):
+        return int(action[0])
+
+
+def fake_game(num_envs=4, wrapper=lambda env: env, max_episode_steps=None):
+    """A stand-in for ppo_godot.GodotVecEnv (the games' side is tested with the real engine in
+    test_ppo_godot.py): CartPole agents, each one env of a vector env with the same API."""
+    return gym.vector.SyncVectorEnv([
+        lambda: gym.wrappers.RecordEpisodeStatistics(
+            AsGameActions(wrapper(gym.make("CartPole-v1", max_episode_steps=max_episode_steps))))
+        for _ in range(num_envs)])
+
+
+class GodotScript(Script):
+    """ppo_godot.py: in-process runs train on fake_game(); processes run the real Chase game."""
+
+    def user_argv(self):  # 16 agents x 32 steps: 4 iterations of 512 steps
+        needs_godot()
+        return ["--env-path", CHASE["discrete"], "--port", str(free_port()), "--num-steps", "32",
+                "--total-timesteps", "2048"]
+
+    def wrap_each_env(self, monkeypatch, wrapper):
+        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: fake_game(wrapper=wrapper))
+
+    def use_plain_envs(self, monkeypatch, wrapper=lambda env: env, max_episode_steps=30):
+        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: fake_game(
+            wrapper=wrapper, max_episode_steps=max_episode_steps))
+
+    def num_envs_argv(self, monkeypatch, num_envs):  # the game decides how many agents there are
+        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: fake_game(num_envs))
+        return []
+
+    def greedy_method(self):
+        return "get_greedy_action"
+
+    def evaluate(self, checkpoint, eval_episodes, seed, greedy=True):
+        args = self.module.parse_args(self.user_argv() + ["--eval-checkpoint", str(checkpoint),
+                                                          "--eval-episodes", str(eval_episodes),
+                                                          "--seed", str(seed)])
+        return self.module.evaluate(args, greedy)
+
 
 # Runs this small take a few seconds: 4 iterations of 256 steps.
-SCRIPTS = [
+GYM_SCRIPTS = [
     Script(ppo, "CartPole-v1", ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]),
     Script(ppo_continuous_action, "Pendulum-v1",
            ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-envs", "2",
             "--num-steps", "128", "--num-minibatches", "4", "--update-epochs", "2"]),
 ]
+GODOT = GodotScript(ppo_godot, "godot-editor", ["--total-timesteps", "1024", "--num-steps", "64"])
+SCRIPTS = GYM_SCRIPTS + [GODOT]
 
 
 @pytest.fixture(params=SCRIPTS, ids=repr)
-def script(request):
-    """Each gymnasium training script, with the flags of a run that takes a few seconds."""
+def script(request, monkeypatch):
+    """Each training script; in this process ppo_godot.py trains on fake_game()."""
+    if request.param is GODOT:
+        monkeypatch.setattr(ppo_godot, "make_envs", lambda args, run_name: fake_game())
     return request.param
 
 

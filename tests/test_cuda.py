@@ -5,14 +5,14 @@ import math
 import pytest
 import torch
 
-from conftest import read_scalars, run_dirs, run_script
-from test_scripts import SCRIPTS, TAGS, assert_one_line_error, record_agent_calls
+from conftest import GYM_SCRIPTS, read_scalars, run_dirs, run_script
+from test_scripts import TAGS, assert_one_line_error, record_agent_calls
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
                                reason="torch sees no CUDA GPU: the --cuda path is tested only where one exists")
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=repr)
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
 def test_cpu_is_the_default(script):
     assert script.module.parse_args([]).cuda is False
 
@@ -24,7 +24,7 @@ def test_cuda_without_a_gpu_is_one_clear_line(file, tmp_path):
 
 
 @needs_gpu
-@pytest.mark.parametrize("script", SCRIPTS, ids=repr)
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
 def test_cuda_trains_on_the_gpu_and_saves_a_model_the_cpu_loads(script, in_tmp, monkeypatch):
     calls = record_agent_calls(script, monkeypatch)
     script.module.train(script.module.parse_args(script.short + ["--cuda", "--save-model"]))

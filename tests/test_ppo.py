@@ -4,10 +4,10 @@ import torch
 from torch.distributions.categorical import Categorical
 
 import ppo
-from conftest import read_scalars, run_dirs, run_script
-from test_scripts import SCRIPTS, assert_one_line_error, capture_gae_inputs
+from conftest import GYM_SCRIPTS, read_scalars, run_dirs, run_script
+from test_scripts import assert_one_line_error, capture_gae_inputs
 
-SHORT = SCRIPTS[0].short
+SHORT = GYM_SCRIPTS[0].short
 
 
 def test_rollout_sampling_is_torch_multinomial_without_its_checks():

@@ -9,10 +9,10 @@ import torch
 
 import ppo
 import ppo_continuous_action as pca
-from conftest import read_scalars, run_dirs, run_script
-from test_scripts import SCRIPTS, assert_one_line_error, record_agent_calls
+from conftest import GYM_SCRIPTS, read_scalars, run_dirs, run_script
+from test_scripts import assert_one_line_error, record_agent_calls
 
-SHORT = SCRIPTS[1].short
+SHORT = GYM_SCRIPTS[1].short
 
 
 def test_gaussian_log_prob_and_entropy_by_hand():
@@ -45,7 +45,7 @@ def test_env_gets_clipped_actions_storage_keeps_the_sample(in_tmp, monkeypatch):
     original = pca.make_env
     monkeypatch.setattr(pca, "make_env", lambda *a: lambda: RecordActions(original(*a)()))
     RecordActions.received = []
-    calls = record_agent_calls(SCRIPTS[1], monkeypatch)
+    calls = record_agent_calls(GYM_SCRIPTS[1], monkeypatch)
     pca.train(pca.parse_args(SHORT))
     stored = torch.cat([action.reshape(-1) for grad, _, action, _ in calls if not grad])
     received = np.concatenate(RecordActions.received)
