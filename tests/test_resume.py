@@ -1,5 +1,6 @@
 """--resume: a run stopped anywhere (in a rollout, in an update, in the last update) and resumed
-gives exactly the metrics of the run that was never stopped, read back from its event files."""
+gives exactly the metrics of the run that was never stopped, read back from its event files. A
+game's state cannot be saved: ppo_godot.py resumes with new episodes from the saved boundary."""
 import os
 import pickle
 import signal
@@ -9,7 +10,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from conftest import read_scalars, read_text_tags, run_dirs
+from conftest import GODOT, GYM_SCRIPTS, read_scalars, read_text_tags, run_dirs
 
 ITERATIONS = 6
 
@@ -27,8 +28,7 @@ class SignalAt(gym.Wrapper):
 
 @pytest.fixture
 def signal_at(script, monkeypatch):
-    original = script.module.make_env
-    monkeypatch.setattr(script.module, "make_env", lambda *a: lambda: SignalAt(original(*a)()))
+    script.wrap_each_env(monkeypatch, SignalAt)
     SignalAt.at, SignalAt.steps = None, 0
 
     def arm(at):
@@ -86,6 +86,7 @@ def assert_same_metrics(reference_dir, resumed_dir):
     assert read_text_tags(resumed_dir).count("hyperparameters/text_summary") == 1
 
 
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
 @pytest.mark.parametrize("where", ["rollout", "update", "last update"])
 def test_stopped_and_resumed_equals_never_stopped(script, where, tmp_path, monkeypatch, signal_at):
     argv = flags(script)
@@ -109,6 +110,7 @@ def test_stopped_and_resumed_equals_never_stopped(script, where, tmp_path, monke
     assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir)
 
 
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
 def test_a_finished_run_continues_with_more_timesteps(script, tmp_path, monkeypatch):
     argv = flags(script, "--anneal-lr", "false")  # annealing follows the total, which changes here
     assert train_in(tmp_path / "reference", script, argv, monkeypatch) is None
@@ -118,3 +120,33 @@ def test_a_finished_run_continues_with_more_timesteps(script, tmp_path, monkeypa
     assert train_in(tmp_path / "extended", script, short, monkeypatch) is None
     resumed_dir = resume(tmp_path / "extended", script, ["--total-timesteps", str(2 * half)], monkeypatch)
     assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir)
+
+
+@pytest.mark.parametrize("script", [GODOT], ids=repr)
+def test_a_game_resumes_with_new_episodes_from_the_saved_boundary(script, tmp_path, monkeypatch, signal_at,
+                                                                  capsys):
+    argv = script.short + ["--total-timesteps", str(ITERATIONS * 256)]  # the fake game: 4 agents x 64
+    signal_at(int(2.5 * 256))  # half-way through the third rollout
+    assert train_in(tmp_path, script, argv, monkeypatch) == 130
+    (run_dir,) = run_dirs(tmp_path)
+    saved = torch.load(run_dir / "ppo_godot.pt")
+    assert pickle.loads(saved["resume"])["global_step"] == 3 * 256
+    signal_at(None)
+
+    starting_weights = []
+    original = script.module.Agent.get_action_and_value
+
+    def recording(self, x, action=None):  # the weights of the first update of the second life
+        if torch.is_grad_enabled() and not starting_weights:
+            starting_weights.append({k: v.clone() for k, v in self.state_dict().items()})
+        return original(self, x, action)
+
+    monkeypatch.setattr(script.module.Agent, "get_action_and_value", recording)
+    assert resume(tmp_path, script, [], monkeypatch) == run_dir
+    assert "the envs start new ones" in capsys.readouterr().out
+    assert all(torch.equal(starting_weights[0][k], v) for k, v in saved["model"].items())
+    scalars = read_scalars(run_dir)
+    # one point per iteration, each once: 3 from the first life, 3 from the second
+    assert [step for step, _ in scalars["losses/policy_loss"]] == [256 * i for i in range(1, ITERATIONS + 1)]
+    steps = [step for step, _ in scalars["charts/episodic_return"]]
+    assert steps == sorted(steps) and steps[-1] > 3 * 256
