@@ -75,8 +75,9 @@ def parse_args(argv=None):
                    help="save the full training state to runs/{run_name}/{exp_name}.pt at the end "
                         "(an interrupted or crashed run always saves it)")
     p.add_argument("--resume", default=None,
-                   help="continue the run saved in this checkpoint, with its flags and in its log "
-                        "folder; only --total-timesteps may be given again (to extend the run)")
+                   help=f"continue the run saved in this checkpoint, with its flags and in its log "
+                        f"folder; only {', '.join(RESUME_FLAGS)} may be given again. It unpickles the "
+                        f"saved envs: resume your own checkpoints only")
     # Algorithm
     p.add_argument("--env-id", default="HalfCheetah-v4", help="a gymnasium env id with Box actions")
     p.add_argument("--total-timesteps", type=int, default=1000000, help="env steps over all envs")
@@ -101,7 +102,9 @@ def parse_args(argv=None):
     p.add_argument("--norm-obs", default=True, **flag,
                    help="normalise observations by a running mean/std, then clip to +-10")
     p.add_argument("--norm-reward", default=True, **flag,
-                   help="scale rewards by a running std of the discounted return, then clip to +-10")
+                   help="scale rewards by a running std of the discounted return, which restarts at "
+                        "every episode end (gymnasium's wrapper restarts it at terminations only), "
+                        "then clip to +-10")
     p.add_argument("--bootstrap-truncation", default=True, **flag,
                    help="bootstrap V(final obs) on time-limit ends; false = treat them as "
                         "terminal, like CleanRL (for comparison)")
@@ -137,12 +140,19 @@ def resumed_args(args, argv):
     if given - set(RESUME_FLAGS):
         fail(f"--resume continues a run with the flags it started with; it takes no "
              f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
-    resumed = argparse.Namespace(**load_checkpoint(args.resume)["args"])
+    checkpoint = load_checkpoint(args.resume)
+    resumed = argparse.Namespace(**checkpoint["args"])
     resumed.resume = args.resume
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
     resumed.num_iterations = max(1, resumed.total_timesteps // resumed.batch_size)
+    saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
+    if saved is None:
+        fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+    if saved["iteration"] >= resumed.num_iterations:
+        fail(f"the run in {args.resume} already did its {saved['global_step']} steps; give a larger "
+             f"--total-timesteps to continue it")
     if resumed.cuda and not torch.cuda.is_available():
         fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
     return resumed
@@ -372,10 +382,6 @@ def train(args):
     else:
         run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         run_dir = f"runs/{run_name}"
-    try:  # before anything slow: a log folder that cannot be made is a one-line error
-        os.makedirs(run_dir, exist_ok=True)
-    except OSError as e:
-        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
 
     # TRY NOT TO MODIFY: seeding, threads, device
     random.seed(args.seed)
@@ -388,6 +394,11 @@ def train(args):
     device = torch.device("cuda" if args.cuda else "cpu")
 
     envs = make_envs(args, run_name)
+    try:  # made once the envs are up, so that bad input leaves no empty run folder behind
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as e:
+        envs.close()
+        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
     obs_shape = envs.single_observation_space.shape
     action_shape = envs.single_action_space.shape
     agent = Agent(int(np.prod(obs_shape)), int(np.prod(action_shape))).to(device)
@@ -415,13 +426,8 @@ def train(args):
     next_done = np.zeros(args.num_envs, dtype=bool)
     if args.resume:
         checkpoint = load_checkpoint(args.resume)
-        saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
-        if saved is None:
-            fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+        saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
         iteration, global_step = saved["iteration"], saved["global_step"]
-        if iteration >= args.num_iterations:
-            fail(f"the run in {args.resume} already did its {global_step} steps; give a larger "
-                 f"--total-timesteps to continue it")
         agent.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(saved["optimizer"])
         random.setstate(saved["rng"]["python"])

@@ -79,8 +79,9 @@ def parse_args(argv=None):
                    help="save the full training state to runs/{run_name}/{exp_name}.pt at the end "
                         "(an interrupted or crashed run always saves it)")
     p.add_argument("--resume", default=None,
-                   help="continue the run saved in this checkpoint, with its flags and in its log "
-                        "folder; only --total-timesteps may be given again (to extend the run)")
+                   help=f"continue the run saved in this checkpoint, with its flags and in its log "
+                        f"folder; only {', '.join(RESUME_FLAGS)} may be given again. It unpickles the "
+                        f"saved envs: resume your own checkpoints only")
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
     p.add_argument("--learning-rate", type=float, default=2.5e-4, help="Adam step size")
@@ -146,12 +147,19 @@ def resumed_args(args, argv):
     if given - set(RESUME_FLAGS):
         fail(f"--resume continues a run with the flags it started with; it takes no "
              f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
-    resumed = argparse.Namespace(**load_checkpoint(args.resume)["args"])
+    checkpoint = load_checkpoint(args.resume)
+    resumed = argparse.Namespace(**checkpoint["args"])
     resumed.resume = args.resume
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
     resumed.num_iterations = max(1, resumed.total_timesteps // resumed.batch_size)
+    saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
+    if saved is None:
+        fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+    if saved["iteration"] >= resumed.num_iterations:
+        fail(f"the run in {args.resume} already did its {saved['global_step']} steps; give a larger "
+             f"--total-timesteps to continue it")
     if resumed.cuda and not torch.cuda.is_available():
         fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
     return resumed
@@ -465,10 +473,6 @@ def train(args):
     else:
         run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         run_dir = f"runs/{run_name}"
-    try:  # before anything slow: a log folder that cannot be made is a one-line error
-        os.makedirs(run_dir, exist_ok=True)
-    except OSError as e:
-        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
     # TRY NOT TO MODIFY: seeding, threads, device
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -480,6 +484,11 @@ def train(args):
     device = torch.device("cuda" if args.cuda else "cpu")
     envs = make_envs(args, run_name)
     set_batch_sizes(args, envs)
+    try:  # made once the envs are up, so that bad input leaves no empty run folder behind
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as e:
+        envs.close()
+        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
     obs_shape = envs.single_observation_space.shape
     action_shape = envs.single_action_space.shape
     agent = Agent(int(np.prod(obs_shape)), envs.single_action_space).to(device)
@@ -507,13 +516,8 @@ def train(args):
     next_done = np.zeros(args.num_envs, dtype=bool)
     if args.resume:
         checkpoint = load_checkpoint(args.resume)
-        saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
-        if saved is None:
-            fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+        saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
         iteration, global_step = saved["iteration"], saved["global_step"]
-        if iteration >= args.num_iterations:
-            fail(f"the run in {args.resume} already did its {global_step} steps; give a larger "
-                 f"--total-timesteps to continue it")
         agent.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(saved["optimizer"])
         random.setstate(saved["rng"]["python"])

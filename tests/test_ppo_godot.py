@@ -154,6 +154,22 @@ def test_ctrl_c_saves_the_model_and_closes_the_games(port, tmp_path):
     assert not game_pids(port)
 
 
+def test_ctrl_c_while_the_game_connects_ends_it(port, tmp_path):
+    slow_game = tmp_path / "slow.x86_64"
+    slow_game.write_text("#!/bin/sh\nsleep 600\n")
+    slow_game.chmod(0o755)
+    proc = start("--env-path", str(slow_game), "--port", str(port), cwd=tmp_path)
+    deadline = time.time() + 30
+    while not game_pids(port):
+        assert time.time() < deadline, "the game did not start"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "interrupted while the games connected" in stderr
+    assert not game_pids(port)
+
+
 def test_port_in_use_is_named(port, tmp_path):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))

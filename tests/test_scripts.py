@@ -435,6 +435,49 @@ def test_stop_during_the_last_update_still_saves(script, in_tmp, monkeypatch):
     assert (run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt").exists()
 
 
+def test_a_second_signal_stops_at_once(script, in_tmp, monkeypatch, capsys):
+    calls = record_agent_calls(script, monkeypatch)
+    original = script.module.compute_gae
+
+    def signalling_twice(*args):  # Ctrl-C, Ctrl-C, as the first update is about to start
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        return original(*args)
+
+    monkeypatch.setattr(script.module, "compute_gae", signalling_twice)
+    with pytest.raises(SystemExit) as stop:
+        script.module.train(script.module.parse_args(script.short))
+    assert stop.value.code == 130
+    assert not any(grad for grad, *_ in calls)  # not one gradient step more
+    assert "The state at global_step=0 is saved" in capsys.readouterr().out
+    saved = pickle.loads(torch.load(run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt")["resume"])
+    assert saved["iteration"] == 0 and (saved["envs"] is None or saved["envs"]["sub_envs"] is None)
+
+
+class CrashesAfter(gym.Wrapper):
+    """A bug in the env: it raises at its steps-th step."""
+
+    def __init__(self, env, steps):
+        super().__init__(env)
+        self.steps_left = steps
+
+    def step(self, action):
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            raise RuntimeError("a bug in the env's step")
+        return self.env.step(action)
+
+
+def test_a_crash_keeps_its_traceback_and_the_run(script, in_tmp, monkeypatch, capsys):
+    script.wrap_each_env(monkeypatch, lambda env: CrashesAfter(env, 150))
+    with pytest.raises(RuntimeError, match="a bug in the env's step"):  # the user needs to see where
+        script.module.train(script.module.parse_args(script.short))
+    assert "crashed at global_step=" in capsys.readouterr().err
+    saved = pickle.loads(torch.load(run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt")["resume"])
+    # the last boundary before the crash, resumed with new episodes
+    assert saved["iteration"] >= 1 and (saved["envs"] is None or saved["envs"]["sub_envs"] is None)
+
+
 def test_signal_handlers_are_restored_when_train_ends(script, in_tmp):
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     script.module.train(script.module.parse_args(script.short))

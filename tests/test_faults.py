@@ -1,0 +1,240 @@
+"""The README's fault table, walked as a user meets it: each bad input and fault, in each of the four
+scripts it applies to, run as a process of its own. What it prints (one line, no traceback), its
+exit code, and what it keeps. Rows whose provoking needs a hook inside the process (a signal in an
+update, a NaN from the env or the loss, a crash) are tested in test_scripts.py and test_resume.py;
+the Godot game's own faults in test_ppo_godot.py. test_readme_fault_table_names_real_tests keeps
+the table's references true."""
+import os
+import pickle
+import re
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import CHASE, REPO, free_port, needs_godot, run_dirs, run_script
+from scratch_reference import SOLUTIONS, complete
+
+TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
+SHORT = {  # a run of a few seconds
+    "ppo.py": ["--total-timesteps", "1024", "--num-steps", "64"],
+    "ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-steps", "128",
+                                 "--num-minibatches", "4", "--update-epochs", "2"],
+    "ppo_godot.py": ["--num-steps", "16", "--total-timesteps", "1024"],
+}
+
+
+def game_argv(script):
+    """ppo_godot.py plays the real Chase game; the others need nothing."""
+    if script != "ppo_godot.py":
+        return []
+    needs_godot()
+    return ["--env-path", CHASE["discrete"], "--port", str(free_port())]
+
+
+def assert_one_line_error(proc, message, code=2):
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("Godot Engine")]
+    assert len(lines) == 1, proc.stderr
+    assert "error:" in lines[0] and message in lines[0], lines[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input: one line, exit 2, before anything slow
+# ------------------------------------------------------------------------------------------------
+BAD_INPUT = {  # fault: {script: (argv, what the line says)}
+    "flag value not understood": {s: (["--anneal-lr", "maybe"], "--anneal-lr") for s in TRAINING},
+    "number out of range": {s: (["--num-steps", "-5"], "--num-steps must be positive") for s in TRAINING},
+    "unknown env": {
+        "ppo.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
+        "ppo_continuous_action.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
+        "ppo_godot.py": (["--env-path", "README.md"], "is not an executable file"),
+    },
+    "env module that does not import": {
+        s: (["--env-id", "no_such_module:Env-v0"], "no_such_module") for s in TRAINING[:2]},
+    "action space of the other script": {
+        "ppo.py": (["--env-id", "Pendulum-v1"], "needs a Discrete action space"),
+        "ppo_continuous_action.py": (["--env-id", "CartPole-v1"], "needs a Box action space"),
+    },
+    "batch that does not split into minibatches": {
+        "ppo.py": (["--num-minibatches", "3"], "--num-minibatches"),
+        "ppo_continuous_action.py": (["--num-minibatches", "3"], "--num-minibatches"),
+        "ppo_godot.py": (["--num-minibatches", "5"], "does not divide into --num-minibatches 5"),
+    },
+    "minibatches of one row": {
+        "ppo.py": (["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "8"], "minibatches of 1 row"),
+        "ppo_continuous_action.py": (["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "8"],
+                                     "minibatches of 1 row"),
+        "ppo_godot.py": (["--num-steps", "1", "--num-minibatches", "16"], "minibatches of 1 row"),
+    },
+    "--cuda without a GPU": {s: (["--cuda"], "sees no CUDA GPU") for s in TRAINING},
+}
+BAD_INPUT_CASES = [(fault, script) for fault, by_script in BAD_INPUT.items() for script in by_script]
+
+
+@pytest.mark.parametrize("fault, script", BAD_INPUT_CASES, ids=[f"{f}-{s}" for f, s in BAD_INPUT_CASES])
+def test_bad_input(fault, script, tmp_path):
+    if fault == "--cuda without a GPU" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    argv, message = BAD_INPUT[fault][script]
+    needs_game = script == "ppo_godot.py" and fault in ("batch that does not split into minibatches",
+                                                        "minibatches of one row")  # known once the game is up
+    proc = run_script(script, *(game_argv(script) if needs_game else []), *argv, cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert not (tmp_path / "runs").exists()  # bad input leaves no empty run folder behind
+
+
+# ------------------------------------------------------------------------------------------------
+# Checkpoints given to --eval-checkpoint and --resume
+# ------------------------------------------------------------------------------------------------
+FINISHED = {}
+
+
+@pytest.fixture
+def finished_run(script, tmp_path_factory):
+    """The checkpoint of a short finished run of `script` (one per script, made once)."""
+    if script not in FINISHED:
+        cwd = tmp_path_factory.mktemp(script.split(".")[0])
+        run_script(script, *game_argv(script), *SHORT[script], "--save-model", cwd=cwd)
+        (run_dir,) = run_dirs(cwd)
+        FINISHED[script] = run_dir / f"{script[:-3]}.pt"
+    return FINISHED[script]
+
+
+def other_script(script):
+    return TRAINING[(TRAINING.index(script) + 1) % len(TRAINING)]
+
+
+CHECKPOINT_FAULTS = {  # fault: (make the file in a folder, for a script; what the line says)
+    "no such file": (lambda folder, script: folder / "missing.pt", "no such checkpoint"),
+    "a file that is not a checkpoint": (
+        lambda folder, script: write(folder / "notes.pt", b"these are my notes"), "is not a checkpoint"),
+    "a checkpoint of another script": (
+        lambda folder, script: save(folder / "other.pt", {"script": other_script(script), "model": {},
+                                                          "args": {}}),
+        "was saved by"),
+    "a checkpoint from before checkpoints named their script": (
+        lambda folder, script: save(folder / "old.pt", {"model": {}, "args": {}}), "or one from before"),
+}
+
+
+def write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def save(path, checkpoint):
+    torch.save(checkpoint, path)
+    return path
+
+
+@pytest.mark.parametrize("flag", ["--eval-checkpoint", "--resume"])
+@pytest.mark.parametrize("fault", CHECKPOINT_FAULTS)
+@pytest.mark.parametrize("script", TRAINING)
+def test_bad_checkpoint(script, fault, flag, tmp_path):
+    make, message = CHECKPOINT_FAULTS[fault]
+    path = make(tmp_path, script)
+    assert_one_line_error(run_script(script, flag, str(path), cwd=tmp_path, check=False), message)
+
+
+@pytest.mark.parametrize("script", TRAINING)
+def test_resume_takes_only_its_own_flags(script, tmp_path):
+    proc = run_script(script, "--resume", "any.pt", "--seed", "2", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "--resume continues a run with the flags it started with")
+
+
+@pytest.mark.parametrize("script", TRAINING)
+def test_resume_of_a_finished_run_asks_for_more_timesteps(script, finished_run, tmp_path):
+    proc = run_script(script, "--resume", str(finished_run), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "give a larger --total-timesteps")
+
+
+@pytest.mark.parametrize("script", TRAINING)
+def test_a_checkpoint_saved_inside_an_update_is_not_resumed(script, finished_run, tmp_path):
+    checkpoint = torch.load(finished_run)
+    checkpoint["resume"] = pickle.dumps(None)  # what a stop inside an update saves
+    path = save(tmp_path / "inside_an_update.pt", checkpoint)
+    proc = run_script(script, "--resume", str(path), "--total-timesteps", "4096", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "holds weights but no state to resume")
+
+
+# ------------------------------------------------------------------------------------------------
+# The machine: a log folder that cannot be made, a disk that fills up
+# ------------------------------------------------------------------------------------------------
+def completed_skeleton(tmp_path, solutions=None):
+    """The exercise with every TODO done (with `solutions` instead, where given)."""
+    path = tmp_path / "ppo_scratch_skeleton.py"
+    path.write_text(complete({**SOLUTIONS, **(solutions or {})}))
+    return path
+
+
+@pytest.mark.parametrize("script", TRAINING + ["ppo_scratch_skeleton.py"])
+def test_runs_folder_that_cannot_be_made(script, tmp_path):
+    (tmp_path / "runs").write_text("a file where the folder should be")
+    argv = [] if script == "ppo_scratch_skeleton.py" else [*game_argv(script), *SHORT[script]]
+    proc = run_script(script, *argv, cwd=tmp_path, check=False)
+    if script == "ppo_scratch_skeleton.py":  # the exercise exits 1, as for a TODO not done
+        assert_one_line_error(proc, "Not a directory", code=1)
+    else:
+        assert_one_line_error(proc, "cannot make the log folder")
+
+
+def limit_file_size():
+    """In the child: files stop growing at 64 kB, as on a full disk (EFBIG instead of ENOSPC)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))
+
+
+@pytest.mark.parametrize("script", TRAINING)
+def test_disk_full(script, tmp_path):
+    argv = [*game_argv(script), *SHORT[script], "--total-timesteps", "200000", "--save-model"]
+    proc = subprocess.run([sys.executable, str(REPO / script), *argv], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, preexec_fn=limit_file_size)
+    assert_one_line_error(proc, "failed (File too large)")
+    (run_dir,) = run_dirs(tmp_path)
+    assert any(run_dir.glob("events.out.tfevents.*"))  # the logs up to the fault stay
+    assert not any(run_dir.glob("*.tmp"))  # a checkpoint that could not be written leaves nothing half-done
+
+
+# ------------------------------------------------------------------------------------------------
+# The exercise: a TODO done wrong, Ctrl-C
+# ------------------------------------------------------------------------------------------------
+def test_skeleton_nan_loss_names_the_todos(tmp_path):
+    path = completed_skeleton(tmp_path, {7: "return pg_loss * float('nan')"})
+    proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert_one_line_error(proc, "check TODOs 4 to 7", code=1)
+
+
+def test_skeleton_ctrl_c_keeps_the_weights(tmp_path):
+    path = completed_skeleton(tmp_path)
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in proc.stdout:
+        if line.startswith("global_step=") and int(line.split(",")[0].split("=")[1]) > 2000:
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "weights saved to" in stdout
+    (run_dir,) = run_dirs(tmp_path)
+    assert (run_dir / "ppo_scratch.pt").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# The README's table names the tests that walk it
+# ------------------------------------------------------------------------------------------------
+def test_readme_fault_table_names_real_tests():
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("## When things go wrong"):]
+    table = table[:table.index("\n## ", 1)]
+    named = set(re.findall(r"`(test_\w+)`", table))
+    assert len(named) >= 15
+    defined = set()
+    for test_file in Path(__file__).parent.glob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_\w+)", test_file.read_text(), flags=re.M))
+    assert named <= defined, f"the fault table names tests that do not exist: {sorted(named - defined)}"
