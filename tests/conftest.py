@@ -1,5 +1,6 @@
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -131,6 +132,13 @@ def script(request, monkeypatch):
     if request.param is GODOT:
         monkeypatch.setattr(ppo_godot, "make_envs", lambda args, run_name: fake_game())
     return request.param
+
+
+def as_from_a_terminal():
+    """preexec_fn for a process the test will Ctrl-C: SIGINT as a terminal's foreground process gets
+    it. A shell starts background jobs (a CI runner's, say) with SIGINT ignored, and a Python started
+    so never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_script(script, *argv, cwd, timeout=300, check=True):

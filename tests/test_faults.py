@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import CHASE, REPO, free_port, needs_godot, run_dirs, run_script
+from conftest import CHASE, REPO, as_from_a_terminal, free_port, needs_godot, run_dirs, run_script
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
@@ -212,8 +212,9 @@ def test_skeleton_nan_loss_names_the_todos(tmp_path):
 
 def test_skeleton_ctrl_c_keeps_the_weights(tmp_path):
     path = completed_skeleton(tmp_path)
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=tmp_path, preexec_fn=as_from_a_terminal,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:
         if line.startswith("global_step=") and int(line.split(",")[0].split("=")[1]) > 2000:
             break

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import REPO, read_scalars, run_dirs, run_script
+from conftest import REPO, as_from_a_terminal, read_scalars, run_dirs, run_script
 from test_scripts import assert_one_line_error
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
@@ -52,6 +52,7 @@ def game_pids(port):
 
 def start(*argv, cwd):
     return subprocess.Popen([sys.executable, str(REPO / "ppo_godot.py"), *argv], cwd=cwd, text=True,
+                            preexec_fn=as_from_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import GYM_SCRIPTS, REPO, SCRIPTS, free_port, read_scalars, read_text_tags, run_dirs, run_script
+from conftest import (GYM_SCRIPTS, REPO, SCRIPTS, as_from_a_terminal, free_port, read_scalars, read_text_tags,
+                      run_dirs, run_script)
 
 
 TAGS = ["charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
@@ -383,7 +384,7 @@ def test_evaluation_acts_with_the_saved_weights(short_run, monkeypatch):
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
 def test_interrupt_saves_model_and_logs(script, tmp_path, stop_signal):
     proc = subprocess.Popen([sys.executable, str(REPO / script.file), *script.user_argv(),
-                             "--total-timesteps", "10000000"],
+                             "--total-timesteps", "10000000"], preexec_fn=as_from_a_terminal,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:  # let it learn for a few iterations (of 256 steps) first
