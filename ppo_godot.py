@@ -70,8 +70,8 @@ def parse_args(argv=None):
                    help="make cuDNN deterministic (GPU); CPU runs are deterministic anyway")
     p.add_argument("--cuda", default=False, **flag,
                    help="run the networks on the GPU. Off by default: for these 64-unit networks one "
-                        "CPU core is faster (see README, Speed), since each tiny kernel costs more "
-                        "to launch than to run")
+                        "CPU core is faster (see benchmarks/README.md, Speed), since each tiny kernel costs "
+                        "more to launch than to run")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="CPU threads for torch; for 64-unit nets a 2nd thread gains ~10%% and is "
                         "several times slower when another process is busy (changes results)")
@@ -440,7 +440,7 @@ class Agent(nn.Module):
 
 
 # ================================================================================================
-# 4. Generalized Advantage Estimation (called after every rollout, section 7)
+# 4. Generalized Advantage Estimation (called after every rollout, in section 5)
 # ================================================================================================
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout.

@@ -51,7 +51,7 @@ class TodoNotDone(NotImplementedError):
 
 def todo(number, where):
     raise TodoNotDone(f"TODO {number} is not done yet: {where}. Read the comment above it in "
-                      f"{__file__}, and the course section it names.")
+                      f"{__file__}, and the topic it names in the reading guide (course/README.md).")
 
 
 # ================================================================================================
@@ -94,7 +94,8 @@ class ActorCritic(nn.Module):
         return self.critic(x)
 
     def get_action_and_value(self, x, action=None):
-        # TODO 1 (course section: the policy). The actor outputs logits; pi(.|s) = softmax(logits).
+        # TODO 1 (reading guide: actor/critic network and its initialisation). The actor outputs
+        # logits; pi(.|s) = softmax(logits).
         # Build `probs = Categorical(logits=...)`. If `action` is None, sample one: a_t ~ pi(.|s_t).
         # Return (action, log pi(action|s), entropy H[pi(.|s)], V(s)), the last from self.critic.
         todo(1, "ActorCritic.get_action_and_value")
@@ -169,12 +170,12 @@ def compute_gae(rewards, values, terminations, truncations, next_value, gamma, g
     lastgaelam = 0.0
     for t in reversed(range(num_steps)):
         nextvalues = next_value if t == num_steps - 1 else values[t + 1]
-        # TODO 2 (course section: advantages). The TD error
+        # TODO 2 (reading guide: GAE, delta_t and A_t). The TD error
         #     delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
         # with V(s_{t+1}) = nextvalues. Only a real termination zeroes the future value: a
         # truncated episode (time limit) still had a future, worth V(s_{t+1}).
         todo(2, "delta_t in compute_gae")
-        # TODO 3 (course section: advantages). The backward recursion
+        # TODO 3 (reading guide: GAE, delta_t and A_t). The backward recursion
         #     A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
         # where A_{t+1} is `lastgaelam` from the previous iteration and done_t = dones[t]: any
         # episode end (terminated or truncated) cuts the chain. Store A_t in advantages[t] and
@@ -188,11 +189,11 @@ def compute_gae(rewards, values, terminations, truncations, next_value, gamma, g
 # ================================================================================================
 def clipped_policy_loss(newlogprob, oldlogprob, advantages, clip_coef):
     """Returns (pg_loss, ratio): pg_loss = -L^CLIP, to be minimised."""
-    # TODO 4 (course section: the PPO objective). The probability ratio
+    # TODO 4 (reading guide: the ratio r_t). The probability ratio
     #     r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t) = exp(log pi_theta - log pi_old)
     # from newlogprob (log pi_theta) and oldlogprob (log pi_old), elementwise.
     todo(4, "the ratio r_t in clipped_policy_loss")
-    # TODO 5 (course section: the PPO objective). The clipped surrogate
+    # TODO 5 (reading guide: L^CLIP). The clipped surrogate
     #     L^CLIP = mean(min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)),   eps = clip_coef
     # We minimise, so return pg_loss = -L^CLIP. Careful: -min(a, b) = max(-a, -b).
     todo(5, "-L^CLIP in clipped_policy_loss")
@@ -200,13 +201,13 @@ def clipped_policy_loss(newlogprob, oldlogprob, advantages, clip_coef):
 
 
 def value_loss(newvalue, returns):
-    # TODO 6 (course section: the critic). L^VF = 0.5 * mean((V(s_t) - R_t)^2), with
+    # TODO 6 (reading guide: L^VF and its clipping). L^VF = 0.5 * mean((V(s_t) - R_t)^2), with
     # newvalue = V(s_t) of shape (batch,) and returns = R_t.
     todo(6, "L^VF in value_loss")
 
 
 def total_loss(pg_loss, v_loss, entropy, vf_coef, ent_coef):
-    # TODO 7 (course section: the full loss). loss = -L^CLIP + c1 * L^VF - c2 * H[pi],
+    # TODO 7 (reading guide: the total loss). loss = -L^CLIP + c1 * L^VF - c2 * H[pi],
     # with pg_loss = -L^CLIP, c1 = vf_coef, c2 = ent_coef and H[pi] = entropy.mean(). The entropy
     # is a bonus: more entropy must give a lower loss, to keep the policy exploring.
     todo(7, "the combined loss in total_loss")
@@ -238,7 +239,7 @@ def ppo_update(agent, optimizer, storage, advantages, returns, max_grad_norm=MAX
 
             optimizer.zero_grad()
             loss.backward()
-            # TODO 8 (course section: the update). Clip the global norm of all the agent's
+            # TODO 8 (reading guide: gradient clipping). Clip the global norm of all the agent's
             # gradients to max_grad_norm before the step (torch.nn.utils has the function).
             todo(8, "gradient clipping in ppo_update")
             optimizer.step()

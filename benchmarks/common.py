@@ -14,7 +14,7 @@ def read_run(run_dir):
 
 
 def write_table(name, lines):
-    """Print the result and keep it in benchmarks/results/<name>.md (the README quotes it)."""
+    """Print the result and keep it in benchmarks/results/<name>.md (benchmarks/README.md quotes it)."""
     table = "\n".join(lines)
     out = REPO / "benchmarks" / "results" / f"{name}.md"
     out.parent.mkdir(exist_ok=True)

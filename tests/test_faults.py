@@ -1,4 +1,4 @@
-"""The README's fault table, walked as a user meets it: each bad input and fault, in each of the four
+"""The fault table of docs/using-the-scripts.md, walked as a user meets it: each bad input and fault, in each of the four
 scripts it applies to, run as a process of its own. What it prints (one line, no traceback), its
 exit code, and what it keeps. Rows whose provoking needs a hook inside the process (a signal in an
 update, a NaN from the env or the loss, a crash) are tested in test_scripts.py and test_resume.py;
@@ -230,9 +230,9 @@ def test_skeleton_ctrl_c_keeps_the_weights(tmp_path):
 # The README's table names the tests that walk it
 # ------------------------------------------------------------------------------------------------
 def test_readme_fault_table_names_real_tests():
-    readme = (REPO / "README.md").read_text()
-    table = readme[readme.index("## When things go wrong"):]
-    table = table[:table.index("\n## ", 1)]
+    page = (REPO / "docs" / "using-the-scripts.md").read_text()
+    table = page[page.index("## When things go wrong"):]
+    table = table[:table.find("\n## ", 1) % (len(table) + 1)]
     named = set(re.findall(r"`(test_\w+)`", table))
     assert len(named) >= 15
     defined = set()

@@ -12,7 +12,7 @@ def test_shipped_skeleton_stops_at_todo_1(tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith("TODO 1 is not done yet: ActorCritic.get_action_and_value")
-    assert "course section" in proc.stderr
+    assert "reading guide (course/README.md)" in proc.stderr
 
 
 def test_grader_fails_every_mutant_with_the_message_naming_its_bug(tmp_path):

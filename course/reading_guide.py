@@ -1,0 +1,137 @@
+"""Writes the reading guide of course/README.md: for each topic of a PPO lecture, the lines of each
+script where it lives.
+
+    python course/reading_guide.py          # rewrite the table in course/README.md
+    python course/reading_guide.py --check  # exit 1 if the table is out of date (the tests run this)
+
+Each topic is anchored on a line of each script: a comment or a definition that names it. A range
+runs from its anchor to the end of the anchor's block (a whole function or class; otherwise up to
+a blank line after which the code goes back to the anchor's indentation), or to the line before
+the next anchor, whichever comes first. When code moves, the anchors move with it and the table is rewritten from them.
+"""
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "course" / "README.md"
+SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_scratch_skeleton.py"]
+TRAINING = SCRIPTS[:3]
+
+# topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
+TOPICS = {
+    "arguments": {**{s: ["def parse_args("] for s in TRAINING},
+                  "ppo_scratch_skeleton.py": ["# Hyperparameters"]},
+    "env factory and vector envs": {"ppo.py": ["def make_env(", "def make_envs("],
+                                    "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
+                                    "ppo_godot.py": ["class GodotVecEnv:", "def make_envs("],
+                                    "ppo_scratch_skeleton.py": ["def make_envs("]},
+    "actor/critic network and its initialisation": {**{s: ["def layer_init(", "class Agent("] for s in TRAINING},
+                                                    "ppo_scratch_skeleton.py": ["def layer_init(", "class ActorCritic("]},
+    "rollout storage": {**{s: ["# Storage:"] for s in TRAINING},
+                        "ppo_scratch_skeleton.py": ["obs = np.zeros((NUM_STEPS"]},
+    "the rollout and next-step autoreset": {**{s: ["# Rollout: num_steps"] for s in TRAINING},
+                                            "ppo_scratch_skeleton.py": ["for step in range(NUM_STEPS):"]},
+    "GAE, delta_t and A_t": {**{s: ["def compute_gae(", "# Advantages (section 4)"] for s in TRAINING},
+                             "ppo_scratch_skeleton.py": ["def compute_gae("]},
+    "the ratio r_t": {**{s: ["logratio = newlogprob"] for s in TRAINING},
+                      "ppo_scratch_skeleton.py": ["# TODO 4"]},
+    "L^CLIP": {**{s: ["# ALGO: L^CLIP"] for s in TRAINING}, "ppo_scratch_skeleton.py": ["# TODO 5"]},
+    "L^VF and its clipping": {**{s: ["# ALGO: L^VF"] for s in TRAINING},
+                              "ppo_scratch_skeleton.py": ["def value_loss("]},
+    "entropy bonus": {"ppo.py": ["entropy = -(log_pi.exp()"],
+                      "ppo_continuous_action.py": ["entropy = (0.5 + 0.5 * math.log"],
+                      "ppo_godot.py": ["entropy = sum(head.entropy()"],
+                      "ppo_scratch_skeleton.py": ["# TODO 7"]},
+    "the total loss": {**{s: ["# ALGO: loss = -L^CLIP"] for s in TRAINING},
+                       "ppo_scratch_skeleton.py": ["loss = total_loss("]},
+    "gradient clipping": {**{s: ["grad_norm = nn.utils.clip_grad_norm_"] for s in TRAINING},
+                          "ppo_scratch_skeleton.py": ["# TODO 8"]},
+    "approx_kl and clipfrac": {s: ["# KL(pi_old || pi_theta)"] for s in TRAINING},
+    "target_kl": {s: ["if args.target_kl is not None"] for s in TRAINING},
+    "advantage normalisation": {**{s: ["mb_advantages = b_advantages[mb_inds]"] for s in TRAINING},
+                                "ppo_scratch_skeleton.py": ["mb_advantages = (mb_advantages"]},
+    "learning-rate annealing": {**{s: ["if args.anneal_lr:"] for s in TRAINING},
+                                "ppo_scratch_skeleton.py": ['optimizer.param_groups[0]["lr"]']},
+    "logging": {**{s: ["# Logging"] for s in TRAINING},
+                "ppo_scratch_skeleton.py": ['writer.add_scalar("losses/policy_loss"']},
+    "evaluation and checkpoints": {"ppo.py": ["def save_checkpoint(", "def load_checkpoint(", "def evaluate("],
+                                   "ppo_continuous_action.py": ["def save_checkpoint(", "def load_checkpoint(",
+                                                                "def evaluate("],
+                                   "ppo_godot.py": ["def save_checkpoint(", "def load_checkpoint(", "def evaluate("],
+                                   "ppo_scratch_skeleton.py": ["except KeyboardInterrupt:"]},
+}
+
+
+def indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def anchor_lines(lines, script):
+    """{(topic, anchor): 0-based line}; each anchor must start exactly one line."""
+    found = {}
+    for topic, by_script in TOPICS.items():
+        for anchor in by_script.get(script, []):
+            hits = [i for i, line in enumerate(lines) if line.strip().startswith(anchor)]
+            if len(hits) != 1:
+                raise SystemExit(f"{script}: the anchor {anchor!r} of {topic!r} starts {len(hits)} lines, not 1")
+            found[(topic, anchor)] = hits[0]
+    return found
+
+
+def block_end(lines, start):
+    """The line after the anchor's block: a whole function or class; otherwise the lines up to a
+    blank line that the anchor's own indentation (or less) follows."""
+    own = indent(lines[start])
+    definition = re.match(r"\s*(def|class) ", lines[start])
+    for i in range(start + 1, len(lines)):
+        if not lines[i].strip():
+            continue
+        if indent(lines[i]) < own or (indent(lines[i]) == own and (definition or not lines[i - 1].strip())):
+            return i
+    return len(lines)
+
+
+def ranges(script):
+    """{topic: [(first, last), ...]} in 1-based line numbers."""
+    lines = (REPO / script).read_text().splitlines()
+    anchors = anchor_lines(lines, script)
+    starts = sorted(anchors.values())
+    out = {}
+    for (topic, _), start in anchors.items():
+        following = [s for s in starts if s > start]
+        end = min([block_end(lines, start)] + following[:1])
+        while end > start + 1 and re.fullmatch(r"\s*(#\s*-*)?\s*", lines[end - 1]):
+            end -= 1  # no trailing blank or ruler lines
+        out.setdefault(topic, []).append((start + 1, end))
+    return out
+
+
+def table():
+    by_script = {script: ranges(script) for script in SCRIPTS}
+    rows = ["| topic | " + " | ".join(f"`{s}`" for s in SCRIPTS) + " |", "|---" * (len(SCRIPTS) + 1) + "|"]
+    for topic in TOPICS:
+        cells = []
+        for script in SCRIPTS:
+            spans = by_script[script].get(topic, [])
+            cells.append(", ".join(f"[{a}-{b}](../{script}#L{a}-L{b})" for a, b in spans) or "not in it")
+        rows.append(f"| {topic} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+BEGIN, END = "<!-- reading guide: written by course/reading_guide.py -->\n", "<!-- end of reading guide -->\n"
+
+
+def page_with(text, guide):
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + guide + text[end:]
+
+
+if __name__ == "__main__":
+    text = PAGE.read_text()
+    updated = page_with(text, table())
+    if "--check" in sys.argv[1:]:
+        if updated != text:
+            sys.exit("course/README.md: the reading guide is out of date; run python course/reading_guide.py")
+    else:
+        PAGE.write_text(updated)
