@@ -389,8 +389,6 @@ def train(args):
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     torch.set_num_threads(args.torch_threads)
-    # Speed: skip torch.distributions' argument checks (they cost more than the network here)
-    torch.distributions.Distribution.set_default_validate_args(False)
     device = torch.device("cuda" if args.cuda else "cpu")
 
     envs = make_envs(args, run_name)

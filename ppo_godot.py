@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import io
 import json
+import math
 import os
 import pickle
 import random
@@ -36,8 +37,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 from godot_rl.core.godot_env import GodotEnv
-from torch.distributions.categorical import Categorical
-from torch.distributions.normal import Normal
 from torch.utils.tensorboard import SummaryWriter
 
 
@@ -405,37 +404,47 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(x)
 
-    def get_action(self, x):
-        """Rollout-time sampling only: no critic, no log-probs, no entropy."""
+    def policy(self, x):
+        """pi(.|s), the one place the policy's distribution is defined (rollout sampling, the update
+        and evaluation all use it): the Gaussian's mean and log std, or each discrete head's log pi
+        of every action."""
         output = self.actor(x)
         if self.continuous:
-            return output + self.actor_logstd.exp() * torch.randn_like(output)
-        # Each head draws argmax(pi / E) with E ~ Exp(1): action a wins with probability pi(a|s). The
-        # draw torch.multinomial makes, without its input checks (which would stop a rollout on the
-        # NaN of a faulty game before the end-of-rollout check can name it)
-        probs = [torch.softmax(logits, dim=-1) for logits in output.split(self.nvec, dim=-1)]
+            return output, self.actor_logstd.expand_as(output)
+        return [torch.log_softmax(logits, dim=-1) for logits in output.split(self.nvec, dim=-1)]
+
+    def get_action(self, x):
+        """Rollout-time sampling only: a_t ~ pi(.|s_t).
+
+        A Gaussian: mean + std * z with z ~ N(0, I), unclipped. Each discrete head: argmax(pi / E)
+        with E ~ Exp(1), so action a wins with probability pi(a|s): the draw torch.multinomial makes,
+        without its input checks (which would stop a rollout on the NaN of a faulty game before the
+        end-of-rollout check can name it)."""
+        if self.continuous:
+            action_mean, action_logstd = self.policy(x)
+            return action_mean + action_logstd.exp() * torch.randn_like(action_mean)
+        probs = [log_pi.exp() for log_pi in self.policy(x)]
         return torch.stack([(p / torch.empty_like(p).exponential_()).argmax(dim=-1) for p in probs], dim=-1)
 
     def get_greedy_action(self, x):
-        """The most likely action: each head's argmax, or the Gaussian's mean."""
-        output = self.actor(x)
+        """The most likely action: the Gaussian's mean, or each head's argmax."""
         if self.continuous:
-            return output
-        return torch.stack([logits.argmax(dim=-1) for logits in output.split(self.nvec, dim=-1)], dim=-1)
+            return self.policy(x)[0]
+        return torch.stack([log_pi.argmax(dim=-1) for log_pi in self.policy(x)], dim=-1)
 
-    def get_action_and_value(self, x, action=None):
-        output = self.actor(x)
+    def get_action_and_value(self, x, action):
+        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update. The action
+        dimensions (or heads) are independent, so log-probs and entropies add up."""
         if self.continuous:
-            probs = Normal(output, self.actor_logstd.exp().expand_as(output))
-            if action is None:
-                action = probs.sample()
-            return action, probs.log_prob(action).sum(-1), probs.entropy().sum(-1), self.critic(x)
-        heads = [Categorical(logits=logits) for logits in output.split(self.nvec, dim=-1)]
-        if action is None:
-            action = torch.stack([head.sample() for head in heads], dim=-1)
-        # independent heads: log-probs and entropies add up
-        logprob = sum(head.log_prob(action[..., i]) for i, head in enumerate(heads))
-        entropy = sum(head.entropy() for head in heads)
+            action_mean, action_logstd = self.policy(x)
+            # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
+            z = (action - action_mean) / action_logstd.exp()
+            logprob = (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+            entropy = (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
+            return action, logprob, entropy, self.critic(x)
+        log_pis = self.policy(x)
+        logprob = sum(log_pi.gather(-1, action[..., i:i + 1]).squeeze(-1) for i, log_pi in enumerate(log_pis))
+        entropy = sum(-(log_pi.exp() * log_pi).sum(-1) for log_pi in log_pis)
         return action, logprob, entropy, self.critic(x)
 
 
@@ -479,8 +488,6 @@ def train(args):
     torch.manual_seed(args.seed)
     torch.backends.cudnn.deterministic = args.torch_deterministic
     torch.set_num_threads(args.torch_threads)
-    # Speed: skip torch.distributions' argument checks (they cost more than the network here)
-    torch.distributions.Distribution.set_default_validate_args(False)
     device = torch.device("cuda" if args.cuda else "cpu")
     envs = make_envs(args, run_name)
     set_batch_sizes(args, envs)

@@ -1,0 +1,42 @@
+"""ppo_godot.py's policy without a game: one place defines pi(.|s) (policy()), and sampling, the
+update's log-probs and entropies, and the greedy action agree with torch.distributions."""
+import gymnasium as gym
+import torch
+from torch.distributions import Categorical, Normal
+
+import ppo_godot
+
+
+def test_discrete_heads_match_categorical():
+    torch.manual_seed(0)
+    agent = ppo_godot.Agent(5, gym.spaces.MultiDiscrete([3, 2]))
+    with torch.no_grad():
+        agent.actor[-1].weight.normal_()  # a policy far from uniform
+    x = torch.randn(64, 5)
+    heads = [Categorical(logits=logits) for logits in agent.actor(x).split([3, 2], dim=-1)]
+
+    torch.manual_seed(1)
+    action = agent.get_action(x)
+    torch.manual_seed(1)  # torch.multinomial's draw from the same RNG state, head by head
+    expected = torch.stack([torch.multinomial(h.probs, 1).squeeze(-1) for h in heads], dim=-1)
+    assert torch.equal(action, expected)
+
+    _, logprob, entropy, value = agent.get_action_and_value(x, action)
+    torch.testing.assert_close(logprob, sum(h.log_prob(action[:, i]) for i, h in enumerate(heads)))
+    torch.testing.assert_close(entropy, sum(h.entropy() for h in heads))
+    torch.testing.assert_close(value, agent.critic(x))
+    assert torch.equal(agent.get_greedy_action(x), torch.stack([h.probs.argmax(-1) for h in heads], dim=-1))
+
+
+def test_continuous_matches_normal():
+    torch.manual_seed(0)
+    agent = ppo_godot.Agent(4, gym.spaces.Box(-1.0, 1.0, (2,)))
+    with torch.no_grad():
+        agent.actor_logstd.copy_(torch.tensor([[0.3, -0.8]]))
+    x = torch.randn(16, 4)
+    normal = Normal(agent.actor(x), agent.actor_logstd.exp())
+    action = agent.get_action(x)
+    _, logprob, entropy, _ = agent.get_action_and_value(x, action)
+    torch.testing.assert_close(logprob, normal.log_prob(action).sum(-1))
+    torch.testing.assert_close(entropy, normal.entropy().sum(-1))
+    assert torch.equal(agent.get_greedy_action(x), agent.actor(x))
