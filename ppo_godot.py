@@ -63,7 +63,8 @@ def parse_args(argv=None):
     flag = dict(type=str2bool, nargs="?", const=True)  # `--anneal-lr`, `--anneal-lr false`
     # Experiment
     p.add_argument("--exp-name", default=os.path.basename(__file__)[: -len(".py")],
-                   help="name of the run; the log folder is runs/{env_id}__{exp_name}__{seed}__{time}")
+                   help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
+    p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
     p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
     p.add_argument("--torch-deterministic", default=True, **flag,
                    help="make cuDNN deterministic (GPU); CPU runs are deterministic anyway")
@@ -481,7 +482,7 @@ def train(args):
         run_name = os.path.basename(os.path.abspath(run_dir))
     else:
         run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = f"runs/{run_name}"
+        run_dir = f"{args.log_dir}/{run_name}"
     # TRY NOT TO MODIFY: seeding, threads, device
     random.seed(args.seed)
     np.random.seed(args.seed)
