@@ -150,6 +150,16 @@ def run_script(script, *argv, cwd, timeout=300, check=True):
     return proc
 
 
+def assert_one_line_error(proc, message, code=2):
+    """The process ended with one `error:` line naming `message`, no traceback (Godot's start-up
+    banner aside)."""
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("Godot Engine")]
+    assert len(lines) == 1, proc.stderr
+    assert "error:" in lines[0] and message in lines[0], lines[0]
+
+
 def run_dirs(cwd):
     return sorted(p for p in (Path(cwd) / "runs").iterdir() if p.is_dir())
 

@@ -1,7 +1,6 @@
 """The markdown pages: every relative link and image points to a file that exists, and every
 #anchor to a heading of its page (GitHub's anchors: lower case, punctuation dropped, spaces to -)."""
 import re
-from pathlib import Path
 
 import pytest
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import CHASE, REPO, as_from_a_terminal, free_port, needs_godot, run_dirs, run_script
+from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, free_port, needs_godot, run_dirs,
+                      run_script)
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
@@ -36,20 +37,13 @@ def game_argv(script):
     return ["--env-path", CHASE["discrete"], "--port", str(free_port())]
 
 
-def assert_one_line_error(proc, message, code=2):
-    assert proc.returncode == code, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("Godot Engine")]
-    assert len(lines) == 1, proc.stderr
-    assert "error:" in lines[0] and message in lines[0], lines[0]
-
-
 # ------------------------------------------------------------------------------------------------
 # Bad input: one line, exit 2, before anything slow
 # ------------------------------------------------------------------------------------------------
 BAD_INPUT = {  # fault: {script: (argv, what the line says)}
     "flag value not understood": {s: (["--anneal-lr", "maybe"], "--anneal-lr") for s in TRAINING},
     "number out of range": {s: (["--num-steps", "-5"], "--num-steps must be positive") for s in TRAINING},
+    "no game process": {"ppo_godot.py": (["--n-parallel", "0"], "--n-parallel must be positive")},
     "unknown env": {
         "ppo.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
         "ppo_continuous_action.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),

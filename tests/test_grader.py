@@ -5,14 +5,13 @@
 Without --solution it grades the reference completion (tests/scratch_reference.py).
 """
 import importlib.util
-import sys
 
 import numpy as np
 import pytest
 import torch
 from torch.distributions.categorical import Categorical
 
-from conftest import read_scalars, run_dirs
+from conftest import read_scalars
 from scratch_reference import complete
 
 GAMMA, LAMBDA = 0.99, 0.95

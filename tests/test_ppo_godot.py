@@ -18,7 +18,6 @@ import torch
 
 import ppo_godot
 from conftest import REPO, as_from_a_terminal, read_scalars, run_dirs, run_script
-from test_scripts import assert_one_line_error
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
         for kind in ("discrete", "multidiscrete", "continuous")}
@@ -201,14 +200,3 @@ def test_editor_mode_says_to_press_play(port, tmp_path):
                       check=False, timeout=60)
     assert "press Play in the Godot editor" in proc.stdout
     assert proc.returncode == 2 and f"no game connected on port {port} within 2 s" in proc.stderr
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--num-minibatches", "5"], "does not divide into --num-minibatches 5"),  # known once the game is up
-    (["--env-path", str(REPO / "README.md")], "is not an executable file"),
-    (["--n-parallel", "0"], "--n-parallel must be positive"),
-])
-def test_bad_input_gives_one_clear_line(argv, message, port, tmp_path):
-    argv = ["--env-path", GAME["discrete"], "--port", str(port), *argv]
-    assert_one_line_error(run_script("ppo_godot.py", *argv, cwd=tmp_path, check=False, timeout=60), message)
-    assert not game_pids(port)

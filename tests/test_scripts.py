@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import (GYM_SCRIPTS, REPO, SCRIPTS, as_from_a_terminal, free_port, read_scalars, read_text_tags,
-                      run_dirs, run_script)
+from conftest import (REPO, SCRIPTS, as_from_a_terminal, free_port, read_scalars, read_text_tags, run_dirs,
+                      run_script)
 
 
 TAGS = ["charts/episodic_return", "charts/episodic_length", "charts/learning_rate", "charts/SPS",
@@ -483,27 +483,3 @@ def test_signal_handlers_are_restored_when_train_ends(script, in_tmp):
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     script.module.train(script.module.parse_args(script.short))
     assert {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} == before
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
-    (["--env-id", "no_such_module:NoSuchEnv-v0"], "no_such_module"),
-    (["--num-minibatches", "3"], "--num-minibatches"),
-    (["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "8"], "minibatches of 1 row"),
-    (["--num-envs", "0"], "--num-envs must be positive"),
-    (["--num-steps", "-5"], "--num-steps must be positive"),
-    (["--total-timesteps", "0"], "--total-timesteps must be positive"),
-    (["--anneal-lr", "maybe"], "--anneal-lr"),
-    (["--eval-checkpoint", "missing.pt"], "missing.pt"),
-])
-@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
-def test_bad_input_gives_one_clear_line(script, tmp_path, argv, message):
-    assert_one_line_error(run_script(script.file, *argv, cwd=tmp_path, check=False), message)
-
-
-def assert_one_line_error(proc, message):
-    assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert "error:" in lines[0] and message in lines[0]
