@@ -24,8 +24,8 @@ import sys
 import threading
 import time
 
-import gymnasium as gym
 import cloudpickle
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn as nn
@@ -69,7 +69,7 @@ def parse_args(argv=None):
     p.add_argument("--capture-video", default=False, **flag,
                    help="save videos of env 0 to videos/{run_name} (needs a renderable env)")
     p.add_argument("--save-model", default=False, **flag,
-                   help="save the full training state to runs/{run_name}/{exp_name}.pt at the end "
+                   help="save the full training state to {log_dir}/{run_name}/{exp_name}.pt at the end "
                         "(an interrupted or crashed run always saves it)")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, with its flags and in its log "

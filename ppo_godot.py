@@ -76,7 +76,7 @@ def parse_args(argv=None):
                    help="CPU threads for torch; for 64-unit nets a 2nd thread gains ~10%% and is "
                         "several times slower when another process is busy (changes results)")
     p.add_argument("--save-model", default=False, **flag,
-                   help="save the full training state to runs/{run_name}/{exp_name}.pt at the end "
+                   help="save the full training state to {log_dir}/{run_name}/{exp_name}.pt at the end "
                         "(an interrupted or crashed run always saves it)")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, with its flags and in its log "
