@@ -234,6 +234,8 @@ def ppo_update(agent, optimizer, storage, advantages, returns, max_grad_norm=MAX
             pg_loss, ratio = clipped_policy_loss(newlogprob, b_logprobs[mb_inds], mb_advantages, CLIP_COEF)
             v_loss = value_loss(newvalue.flatten(), b_returns[mb_inds])
             loss = total_loss(pg_loss, v_loss, entropy, VF_COEF, ENT_COEF)
+            if loss.numel() != 1:
+                raise ValueError(f"TODOs 5-7: the loss has shape {tuple(loss.shape)}, not one number: check their means")
             if not torch.isfinite(loss):  # stop before a NaN reaches the weights
                 raise FloatingPointError(f"the loss is {loss.item()}: check TODOs 4 to 7")
 
@@ -289,5 +291,5 @@ if __name__ == "__main__":
         train()
     except TodoNotDone as e:
         sys.exit(str(e))
-    except (FloatingPointError, OSError) as e:  # a NaN loss, or runs/ that cannot be written
+    except (FloatingPointError, ValueError, OSError) as e:  # a loss that is NaN or not one number, runs/ not writable
         sys.exit(f"ppo_scratch_skeleton.py: error: {e}")

@@ -7,7 +7,8 @@ For each seed it runs ppo.py, then SB3 (then CleanRL's ppo.py, if given: SPS onl
 gymnasium 1.0 it logs no episodes), one at a time, so the SPS ratio is measured under the same
 machine load. Reports SPS, the env steps and wall-clock seconds until the mean of the last 100
 episodic returns first reaches 475, and the mean of the last 100 returns at the end.
-Writes the table to benchmarks/results/cartpole_vs_sb3.md (--out NAME: NAME.md).
+Writes the table to benchmarks/results/cartpole_vs_sb3.md and the learning curves to
+benchmarks/figures/cartpole_vs_sb3.png (--out NAME: NAME.md, NAME.png).
 """
 import argparse
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import REPO, read_run, write_table
+from common import REPO, episode_curve, plot_returns, read_run, without_curves, write_table
 
 THRESHOLD = 475.0
 # CleanRL's / ppo.py's defaults, which SB3 is given too
@@ -43,12 +44,12 @@ def run_ppo(seed, total_timesteps, workdir):
     run_dir = next((Path(workdir) / "runs").glob(f"*__bench__{seed}__*"))
     acc = read_run(run_dir)
     start = acc.Tensors("hyperparameters/text_summary")[0].wall_time  # written as training starts
-    episodes = acc.Scalars("charts/episodic_return")
-    steps = [e.step for e in episodes]
-    returns = [e.value for e in episodes]
-    solved_steps, solved_seconds = solve_point(steps, returns, [e.wall_time for e in episodes], start)
+    steps, returns = episode_curve(acc)
+    times = [e.wall_time for e in acc.Scalars("charts/episodic_return")]
+    solved_steps, solved_seconds = solve_point(steps, returns, times, start)
     return dict(sps=acc.Scalars("charts/SPS")[-1].value, solved_steps=solved_steps,
-                solved_seconds=solved_seconds, final_return=float(np.mean(returns[-100:])), started=start)
+                solved_seconds=solved_seconds, final_return=float(np.mean(returns[-100:])), started=start,
+                curve=(steps, returns))
 
 
 def run_cleanrl(path, seed, total_timesteps, workdir):
@@ -64,7 +65,9 @@ def run_sb3(seed, total_timesteps):
     out = subprocess.run([sys.executable, __file__, "--sb3-worker", "--seeds", str(seed),
                           "--total-timesteps", str(total_timesteps)], check=True,
                          capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["curve"] = np.array(result.pop("steps")), np.array(result.pop("returns"))
+    return result
 
 
 def sb3_worker(seed, total_timesteps):
@@ -102,7 +105,8 @@ def sb3_worker(seed, total_timesteps):
     solved_steps, solved_seconds = solve_point(callback.steps, callback.returns, callback.times, start)
     print(json.dumps(dict(sps=model.num_timesteps / elapsed, solved_steps=solved_steps,
                           solved_seconds=solved_seconds, threads=torch.get_num_threads(),
-                          final_return=float(np.mean(callback.returns[-100:])))))
+                          final_return=float(np.mean(callback.returns[-100:])),
+                          steps=callback.steps, returns=[float(r) for r in callback.returns])))
 
 
 def fmt(x, digits=0):
@@ -129,7 +133,7 @@ def main():
             if args.cleanrl:
                 row["cleanrl"] = run_cleanrl(args.cleanrl, seed, args.total_timesteps, workdir)
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(json.dumps(without_curves(row)), flush=True)
 
     cleanrl = " CleanRL SPS |" if args.cleanrl else ""
     lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -161,6 +165,9 @@ def main():
         cl = [r["ppo"]["sps"] / r["cleanrl"]["sps"] for r in rows]
         lines[-1] += f" ppo.py / CleanRL SPS ratio: median {np.median(cl):.2f}, min {min(cl):.2f}."
     write_table(args.out, lines)
+    plot_returns(args.out, {"ppo.py": [r["ppo"]["curve"] for r in rows], "SB3 PPO": [r["sb3"]["curve"] for r in rows]},
+                 "CartPole-v1: ppo.py and Stable-Baselines3, same hyperparameters", command,
+                 lines=[(THRESHOLD, "475 (solved)")])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""What the benchmark scripts share: where results go, and how a run's scalars are read."""
+"""What the benchmark scripts share: where results go, how a run's scalars are read, and how
+learning curves are drawn."""
 from pathlib import Path
 
+import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 REPO = Path(__file__).resolve().parent.parent
@@ -20,3 +22,53 @@ def write_table(name, lines):
     out.parent.mkdir(exist_ok=True)
     out.write_text(table + "\n")
     print(table)
+
+
+def episode_curve(acc):
+    """(env steps, episodic returns) of a run, one point per finished episode."""
+    episodes = acc.Scalars("charts/episodic_return")
+    return np.array([e.step for e in episodes]), np.array([e.value for e in episodes])
+
+
+def without_curves(row):
+    """A result row as printed while a benchmark runs: its curves left out."""
+    return {key: {k: v for k, v in value.items() if k != "curve"} if isinstance(value, dict) else value
+            for key, value in row.items()}
+
+
+def running_mean(returns, window):
+    """At each episode, the mean of the last `window` episodes (fewer at the start)."""
+    sums = np.convolve(returns, np.ones(window))[:len(returns)]
+    return sums / np.minimum(np.arange(1, len(returns) + 1), window)
+
+
+def plot_returns(name, curves, title, command, window=100, ylabel="episodic return", lines=()):
+    """Learning curves as benchmarks/figures/<name>.png: for each label, the mean over its seeds of
+    the mean of the last `window` episodes, with the min-max band over seeds.
+    curves: {label: [(steps, returns) of each seed]}; lines: [(y, label)] drawn dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for label, runs in curves.items():
+        grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
+        values = np.stack([np.interp(grid, steps, running_mean(returns, window)) for steps, returns in runs])
+        line, = ax.plot(grid, values.mean(axis=0), label=f"{label} ({len(runs)} seeds)")
+        ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+    for y, label in lines:
+        ax.axhline(y, color="gray", linestyle="--", linewidth=1, label=label)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel(f"{ylabel}\n(mean of the last {window} episodes)")
+    ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title + "\nline: mean over seeds; band: min-max over seeds", fontsize=9)
+    fig.text(0.01, 0.01, command, fontsize=7, color="gray")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    out = REPO / "benchmarks" / "figures" / f"{name}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    print(f"figure: {out}")

@@ -9,7 +9,8 @@ without its observation statistics, and (with --sb3-timesteps) SPS against SB3's
 "eval" the mean of --eval-episodes (default 20) with the saved model's mean action. SB3 runs with the same
 hyperparameters (and VecNormalize for the same observation / reward scaling), right after
 ppo_continuous_action.py for the same seed, for --sb3-timesteps steps: enough to measure its
-SPS, not to train it. Writes the table to benchmarks/results/continuous_<env>.md.
+SPS, not to train it. Writes the table to benchmarks/results/continuous_<env>.md and the
+learning curves to benchmarks/figures/continuous_<env>.png.
 """
 import argparse
 import contextlib
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import REPO, read_run, write_table
+from common import REPO, episode_curve, plot_returns, read_run, without_curves, write_table
 
 sys.path.insert(0, str(REPO))
 # ppo_continuous_action.py's defaults, which SB3 is given too
@@ -40,7 +41,7 @@ def run_ppo(env_id, seed, total_timesteps, workdir, final_episodes, eval_episode
     minutes = (time.time() - start) / 60
     run_dir = next((Path(workdir) / "runs").glob(f"*__bench__{seed}__*"))
     acc = read_run(run_dir)
-    returns = [e.value for e in acc.Scalars("charts/episodic_return")]
+    steps, returns = episode_curve(acc)
     import ppo_continuous_action  # here, not at the top: the SB3 worker process does not need it
 
     checkpoint = str(run_dir / "bench.pt")
@@ -50,7 +51,7 @@ def run_ppo(env_id, seed, total_timesteps, workdir, final_episodes, eval_episode
                                                        use_obs_rms=False)
     return dict(sps=acc.Scalars("charts/SPS")[-1].value, minutes=minutes,
                 final_return=float(np.mean(returns[-final_episodes:])), eval_return=float(np.mean(with_stats)),
-                eval_without_stats=float(np.mean(without_stats)))
+                eval_without_stats=float(np.mean(without_stats)), curve=(steps, returns))
 
 
 def run_sb3(env_id, seed, total_timesteps):
@@ -99,7 +100,7 @@ def main():
             if args.sb3_timesteps:
                 row["sb3"] = run_sb3(args.env_id, seed, args.sb3_timesteps)
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(json.dumps(without_curves(row)), flush=True)
 
     sb3 = bool(args.sb3_timesteps)
     header = (f"| seed | final return (last {args.final_episodes}) | eval, {args.eval_episodes} episodes "
@@ -123,6 +124,8 @@ def main():
         lines[-1] += (f" SPS ratio to SB3 (SB3 with {rows[0]['sb3']['threads']} torch threads, "
                       f"ppo_continuous_action.py with 1): median {np.median(ratios):.2f}.")
     write_table(f"continuous_{args.env_id}", lines)
+    plot_returns(f"continuous_{args.env_id}", {"ppo_continuous_action.py": [r["ppo"]["curve"] for r in rows]},
+                 f"{args.env_id}: ppo_continuous_action.py at its defaults", command, window=args.final_episodes)
 
 
 if __name__ == "__main__":

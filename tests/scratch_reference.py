@@ -52,6 +52,53 @@ pg_loss = torch.min(pg_loss1, pg_loss2).mean()""", "min where -L^CLIP needs max"
 if action is None:
     action = probs.logits.argmax(dim=-1)
 return action, probs.log_prob(action), probs.entropy(), self.critic(x)""", "must sample"),
+    # the mistakes students make beyond the classic ones: each must still end in a message naming its TODO
+    "logits_as_probs": (1, """probs = Categorical(probs=self.actor(x))
+if action is None:
+    action = probs.sample()
+return action, probs.log_prob(action), probs.entropy(), self.critic(x)""", "TODO 1: ValueError"),
+    "value_not_returned": (1, """probs = Categorical(logits=self.actor(x))
+if action is None:
+    action = probs.sample()
+return action, probs.log_prob(action), probs.entropy()""", "TODO 1: return four things"),
+    "given_action_ignored": (1, """probs = Categorical(logits=self.actor(x))
+action = probs.sample()
+return action, probs.log_prob(action), probs.entropy(), self.critic(x)""", "when an action is given"),
+    "entropy_averaged": (1, """probs = Categorical(logits=self.actor(x))
+if action is None:
+    action = probs.sample()
+return action, probs.log_prob(action), probs.entropy().mean(), self.critic(x)""", "TODO 1: return one action"),
+    "value_from_actor": (1, """probs = Categorical(logits=self.actor(x))
+if action is None:
+    action = probs.sample()
+return action, probs.log_prob(action), probs.entropy(), self.actor(x)""", "V(s) = self.critic(x)"),
+    "delta_without_gamma": (2, "delta = rewards[t] + nextvalues * (1.0 - terminations[t]) - values[t]",
+                            "TODO 2: with lambda = 0"),
+    "delta_reads_past_the_rollout": (2, "delta = rewards[t] + gamma * values[t + 1] * (1.0 - terminations[t]) - values[t]",
+                                     "TODOs 2-3: IndexError"),
+    "recursion_cut_at_terminations_only": (3, """lastgaelam = delta + gamma * gae_lambda * (1.0 - terminations[t]) * lastgaelam
+advantages[t] = lastgaelam""", "leaked across a time limit"),
+    "advantage_not_stored": (3, "lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam",
+                             "store A_t in advantages[t]"),
+    "recursion_without_gamma": (3, """lastgaelam = delta + gae_lambda * (1.0 - dones[t]) * lastgaelam
+advantages[t] = lastgaelam""", "TODO 3: A_t = delta_t + gamma lambda"),
+    "ratio_detached": (4, "ratio = (newlogprob.detach() - oldlogprob).exp()", "carries no gradient"),
+    "advantages_clipped": (5, """pg_loss1 = -advantages * ratio
+pg_loss2 = -torch.clamp(advantages, 1 - clip_coef, 1 + clip_coef) * ratio
+pg_loss = torch.max(pg_loss1, pg_loss2).mean()""", "does not clip the ratio"),
+    "policy_loss_not_averaged": (5, """pg_loss1 = -advantages * ratio
+pg_loss2 = -advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
+pg_loss = torch.max(pg_loss1, pg_loss2)""", "TODO 5: pg_loss must be one number"),
+    "fixed_clip_range": (5, """pg_loss1 = -advantages * ratio
+pg_loss2 = -advantages * torch.clamp(ratio, 0.8, 1.2)
+pg_loss = torch.max(pg_loss1, pg_loss2).mean()""", "not a fixed 0.2"),
+    "value_loss_without_half": (6, "return ((newvalue - returns) ** 2).mean()", "the 0.5 is missing"),
+    "entropy_not_averaged": (7, "return pg_loss + vf_coef * v_loss - ent_coef * entropy", "TODO 7: the loss must be one number"),
+    "value_loss_left_out": (7, "return pg_loss - ent_coef * entropy.mean()", "TODO 7: loss ="),
+    "clipped_to_the_constant": (8, "nn.utils.clip_grad_norm_(agent.parameters(), MAX_GRAD_NORM)",
+                                "not to the max_grad_norm argument"),
+    "actor_gradients_only": (8, "nn.utils.clip_grad_norm_(agent.actor.parameters(), max_grad_norm)",
+                             "gradients are not clipped"),
 }
 
 # A mistake in the scaffolding rather than a TODO: the seed's own bug

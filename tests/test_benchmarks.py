@@ -1,5 +1,5 @@
 """The speed benchmarks' own logic, on tiny budgets: the phase profile accounts for the whole run,
-and the CleanRL comparison computes its ratios per pair."""
+the CleanRL comparison computes its ratios per pair, and learning curves are drawn."""
 import sys
 
 import numpy as np
@@ -9,6 +9,7 @@ import torch
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+import common  # noqa: E402
 import profile_phases  # noqa: E402
 import speed_vs_cleanrl  # noqa: E402
 
@@ -43,3 +44,17 @@ def test_cleanrl_ratios_are_per_pair_medians():
     assert cells(one_thread)[2:7] == ["CleanRL, 1 thread", "11.0", "25.0",
                                       f"{np.median([2.0, 2.5, 25 / 11]):.2f}", "2.00"]
     assert cells(all_cores)[5:9] == [f"{np.median([3.0, 2.0, 3.0]):.2f}", "2.00", "11.0", "55.0"]
+
+
+def test_running_mean_averages_the_last_episodes():
+    assert common.running_mean(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 2).tolist() == [1.0, 1.5, 2.5, 3.5, 4.5]
+    assert common.running_mean(np.array([4.0, 0.0]), 100).tolist() == [4.0, 2.0]
+
+
+def test_learning_curves_are_drawn_from_seeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "REPO", tmp_path)
+    steps = np.arange(1, 301) * 10
+    runs = [(steps, np.linspace(0, 500, 300) + noise) for noise in (0, 20, -20)]
+    common.plot_returns("curves", {"a": runs, "b": runs[:2]}, "title", "python make.py", lines=[(475, "solved")])
+    figure = tmp_path / "benchmarks" / "figures" / "curves.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000

@@ -20,7 +20,7 @@ def settings_of(name):
 def test_experiment_runs_on_a_tiny_budget(name, tmp_path):
     figure = tmp_path / f"{name}.png"
     proc = subprocess.run([sys.executable, str(REPO / "experiments" / f"{name}.py"), "--seeds", "1",
-                           "--total-timesteps", "1024", "--runs-dir", str(tmp_path / "runs"),
+                           "--total-timesteps", "2048", "--runs-dir", str(tmp_path / "runs"),
                            "--figure", str(figure)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = sorted((tmp_path / "runs" / name).iterdir())

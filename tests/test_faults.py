@@ -198,10 +198,13 @@ def test_disk_full(script, tmp_path):
 # ------------------------------------------------------------------------------------------------
 # The exercise: a TODO done wrong, Ctrl-C
 # ------------------------------------------------------------------------------------------------
-def test_skeleton_nan_loss_names_the_todos(tmp_path):
-    path = completed_skeleton(tmp_path, {7: "return pg_loss * float('nan')"})
+@pytest.mark.parametrize("todo7, message", [("return pg_loss * float('nan')", "check TODOs 4 to 7"),
+                                            ("return pg_loss + vf_coef * v_loss - ent_coef * entropy",
+                                             "TODOs 5-7: the loss has shape")])
+def test_skeleton_bad_loss_names_the_todos(todo7, message, tmp_path):
+    path = completed_skeleton(tmp_path, {7: todo7})
     proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert_one_line_error(proc, "check TODOs 4 to 7", code=1)
+    assert_one_line_error(proc, message, code=1)
 
 
 def test_skeleton_ctrl_c_keeps_the_weights(tmp_path):

@@ -35,3 +35,7 @@ def test_grader_fails_every_mutant_with_the_message_naming_its_bug(tmp_path):
         assert failures[name], f"the grader passed the mutant {name}"
         assert any(words in message for message in failures[name]), (
             f"no failure for {name} says {words!r}:\n" + "\n".join(failures[name]))
+        # every failure is the grader's own message naming a TODO (or the scaffolding), never a raw exception
+        for message in failures[name]:
+            assert message.startswith(("Failed: TODO", "AssertionError: TODO", "AssertionError: collect_rollout")), (
+                f"{name}: a failure that names no TODO:\n{message}")
