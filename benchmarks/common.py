@@ -57,8 +57,8 @@ def plot_returns(name, curves, title, command, window=100, ylabel="episodic retu
         values = np.stack([np.interp(grid, steps, running_mean(returns, window)) for steps, returns in runs])
         line, = ax.plot(grid, values.mean(axis=0), label=f"{label} ({len(runs)} seeds)")
         ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
-    for y, label in lines:
-        ax.axhline(y, color="gray", linestyle="--", linewidth=1, label=label)
+    for (y, label), style in zip(lines, ["--", ":", "-."]):
+        ax.axhline(y, color="gray", linestyle=style, linewidth=1, label=label)
     ax.set_xlabel("env steps")
     ax.set_ylabel(f"{ylabel}\n(mean of the last {window} episodes)")
     ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))

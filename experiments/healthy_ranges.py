@@ -22,7 +22,7 @@ TAGS = ["charts/episodic_return", "losses/approx_kl", "losses/clipfrac", "losses
 # each script on its default env: (flags, default learning rate, steps full / quick, seeds full, runs at a time)
 SCRIPTS = {
     "ppo.py": (["--env-id", "CartPole-v1"], 2.5e-4, 500_000, 100_000, 5, None),
-    "ppo_continuous_action.py": (["--env-id", "HalfCheetah-v4"], 3e-4, 300_000, 50_000, 3, None),
+    "ppo_continuous_action.py": (["--env-id", "HalfCheetah-v4"], 3e-4, 200_000, 50_000, 3, None),
     # the two game processes of a run use both cores, and its ports: one run at a time
     "ppo_godot.py": (["--env-path", str(REPO / "godot" / "chase" / "chase_discrete.x86_64"), "--n-parallel", "2"],
                      2.5e-4, 300_000, 100_000, 5, 1),
