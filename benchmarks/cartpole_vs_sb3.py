@@ -33,7 +33,7 @@ def solve_point(steps, returns, times, start):
     """(steps, seconds) at which the mean of the last 100 episodic returns first reaches 475."""
     for i in range(99, len(returns)):
         if np.mean(returns[i - 99:i + 1]) >= THRESHOLD:
-            return steps[i], times[i] - start
+            return int(steps[i]), float(times[i] - start)  # plain numbers: the rows are printed as JSON
     return None, None
 
 

@@ -1,5 +1,7 @@
 """The speed benchmarks' own logic, on tiny budgets: the phase profile accounts for the whole run,
-the CleanRL comparison computes its ratios per pair, and learning curves are drawn."""
+the CleanRL comparison computes its ratios per pair, CartPole counts as solved where it should, and
+learning curves are drawn."""
+import json
 import sys
 
 import numpy as np
@@ -9,6 +11,7 @@ import torch
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+import cartpole_vs_sb3  # noqa: E402
 import common  # noqa: E402
 import profile_phases  # noqa: E402
 import speed_vs_cleanrl  # noqa: E402
@@ -58,3 +61,12 @@ def test_learning_curves_are_drawn_from_seeds(tmp_path, monkeypatch):
     common.plot_returns("curves", {"a": runs, "b": runs[:2]}, "title", "python make.py", lines=[(475, "solved")])
     figure = tmp_path / "benchmarks" / "figures" / "curves.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
+
+
+def test_solve_point_is_the_first_100_episode_mean_at_475():
+    returns = np.r_[np.full(150, 400.0), np.full(200, 500.0)]
+    steps, times = np.arange(len(returns)) * 100, np.arange(len(returns)) * 0.5
+    solved_steps, solved_seconds = cartpole_vs_sb3.solve_point(steps, returns, times, 0.0)
+    # the 100 episodes ending at episode i average >= 475 once at least 75 of them are 500s
+    assert (solved_steps, solved_seconds) == (224 * 100, 224 * 0.5)
+    json.dumps([solved_steps, solved_seconds])  # numpy integers would not be JSON: the rows are printed as JSON
