@@ -8,6 +8,7 @@ with the TODO of the function it came from (@graded), never as the grader's own 
 """
 import functools
 import importlib.util
+import re
 import traceback
 from pathlib import Path
 
@@ -26,9 +27,13 @@ USED_BY = {"collect_rollout": "TODO 1", "ppo_update": "TODOs 1 and 4-8", "train"
 
 
 def todo_of(frame):
-    """The TODO to blame for an exception raised on this line of the solution."""
+    """The TODO to blame for an exception raised on this line of the solution (or of a test, on
+    what the solution returned)."""
     if frame.name in TODOS_OF:
         return TODOS_OF[frame.name]
+    tested = re.match(r"test_todo(\d+)(?:_(\d+))?_", frame.name)
+    if tested:
+        return f"TODOs {tested[1]}-{tested[2]}" if tested[2] else f"TODO {tested[1]}"
     if frame.name == "ppo_update" and "clip_grad" in (frame.line or ""):
         return "TODO 8"
     called = [todo for name, todo in TODOS_OF.items() if f"{name}(" in (frame.line or "")]
