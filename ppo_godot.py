@@ -198,16 +198,111 @@ class GameError(Exception):
     """A game process died, froze or never connected."""
 
 
+class GuardedGodotEnv(GodotEnv):
+    """godot-rl's GodotEnv, which sends the handshake and reads the game's spaces for us, with every
+    wait guarded: accepting the connection and each read poll the game process every 0.2 s and end
+    at a deadline, so a game that exits, freezes or drops the connection ends the wait at once with
+    one line (GameError). GodotEnv's own reads block with no deadline, and spin at 100% CPU on a
+    closed connection."""
+
+    POLL = 0.2  # seconds between two looks at the game process
+
+    def __init__(self, port, proc, connect_timeout):
+        self.game_proc, self.connect_timeout = proc, connect_timeout
+        self.deadline = time.monotonic() + connect_timeout
+        with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv prints the spaces, and "press PLAY"
+            super().__init__(env_path=None, port=port)
+        atexit.unregister(self._close)  # closing is ours: GodotEnv's atexit hook fails on a dead game
+
+    def game_exit(self):
+        """How the game process ended ("exited with code 3"), or None while it runs."""
+        if self.game_proc is None or self.game_proc.poll() is None:
+            return None
+        code = self.game_proc.returncode
+        return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+    def check_game(self, waiting_for):
+        if self.game_exit():
+            raise GameError(f"the game on port {self.port} {self.game_exit()} while {waiting_for}")
+
+    def _start_server(self):
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", self.port))
+            listener.listen(1)
+            listener.settimeout(self.POLL)
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                    break
+                except socket.timeout:
+                    if self.game_exit():
+                        raise GameError(f"no game connected on port {self.port}: the game "
+                                        f"{self.game_exit()}") from None
+                    if time.monotonic() > self.deadline:
+                        raise GameError(f"no game connected on port {self.port} within "
+                                        f"{self.connect_timeout:.0f} s") from None
+        connection.settimeout(self.POLL)
+        return connection
+
+    def wait_for_exit(self):
+        """A game that closed the connection is exiting: give it a second to say how."""
+        if self.game_proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.game_proc.wait(timeout=1)
+
+    def _send_as_json(self, message):
+        try:
+            super()._send_as_json(message)
+        except OSError as e:
+            self.wait_for_exit()
+            raise GameError(f"the game on port {self.port} {self.game_exit() or 'is gone'} "
+                            f"({e.strerror or e})") from None
+
+    def _get_json_dict(self):  # the env_info reply, read by GodotEnv.__init__
+        return self.receive(self.deadline, "sending its spaces (env_info)",
+                            f"--connect-timeout ({self.connect_timeout:.0f} s)")
+
+    def receive(self, deadline, waiting_for, limit):
+        """One message, a 4-byte little-endian length and then that many bytes of JSON, by the
+        time.monotonic() deadline."""
+        def receive_exactly(n):
+            data = b""
+            while len(data) < n:
+                try:
+                    chunk = self.connection.recv(n - len(data))
+                except socket.timeout:
+                    self.check_game(waiting_for)
+                    if time.monotonic() > deadline:
+                        raise GameError(f"the game on port {self.port} did not answer for {limit} "
+                                        f"while {waiting_for} (frozen?)") from None
+                    continue
+                except OSError:  # a connection reset: the game died mid-message
+                    chunk = b""
+                if not chunk:
+                    self.wait_for_exit()
+                    self.check_game(waiting_for)
+                    raise GameError(f"the game on port {self.port} closed the connection while "
+                                    f"{waiting_for} (crashed or killed)")
+                data += chunk
+            return data
+
+        message = receive_exactly(int.from_bytes(receive_exactly(4), "little"))
+        try:
+            return json.loads(message)
+        except ValueError:
+            raise GameError(f"the game on port {self.port} sent something that is not JSON while "
+                            f"{waiting_for}: {message[:60]!r}") from None
+
+
 class GodotVecEnv:
     """All agents of --n-parallel game processes as one vector env with gymnasium 1.0's API:
     step() returns (obs, reward, terminated, truncated, infos), infos["episode"] / ["_episode"]
-    hold finished episodes like RecordEpisodeStatistics. godot-rl's GodotEnv connects to each game
-    and reads its spaces; replies are read here, since GodotEnv's reader spins forever at 100% CPU
-    once a game dies. This process starts the games itself, so it can always end them."""
+    hold finished episodes like RecordEpisodeStatistics. GuardedGodotEnv connects to each game and
+    reads its spaces. This process starts the games itself, so it can always end them."""
 
     def __init__(self, args):
         self.games, self.procs, self.step_timeout = [], [], args.step_timeout
-        GodotEnv.DEFAULT_TIMEOUT = args.connect_timeout  # how long GodotEnv waits in accept()
         try:
             for i in range(args.n_parallel):
                 self.games.append(self.connect(args, args.port + i, args.seed + i))
@@ -256,38 +351,10 @@ class GodotVecEnv:
             if args.speedup:
                 command.append(f"--speedup={args.speedup}")
             self.procs.append(subprocess.Popen(command, start_new_session=True))
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv would say "press PLAY" anyway
-                game = GodotEnv(env_path=None, port=port)
-        except socket.timeout:
-            died = self.procs and self.procs[-1].poll() is not None
-            raise GameError(f"no game connected on port {port} within {args.connect_timeout:.0f} s"
-                            + (f": the game exited with code {self.procs[-1].returncode}" if died else ""))
-        atexit.unregister(game._close)  # closing is ours: GodotEnv's atexit hook fails on a dead game
-        game.connection.settimeout(self.step_timeout)
-        return game
-
-    def send(self, game, message):
-        try:
-            game._send_as_json(message)
-        except OSError as e:
-            raise GameError(f"the game on port {game.port} is gone ({e})") from None
+        return GuardedGodotEnv(port, self.procs[-1] if args.env_path else None, args.connect_timeout)
 
     def receive(self, game):
-        def receive_exactly(n):
-            data = b""
-            while len(data) < n:
-                try:
-                    chunk = game.connection.recv(n - len(data))
-                except socket.timeout:
-                    raise GameError(f"the game on port {game.port} did not answer for "
-                                    f"{self.step_timeout:.0f} s (frozen?)") from None
-                if not chunk:
-                    raise GameError(f"the game on port {game.port} closed the connection (crashed or killed)")
-                data += chunk
-            return data
-
-        return json.loads(receive_exactly(int.from_bytes(receive_exactly(4), "little")))
+        return game.receive(time.monotonic() + self.step_timeout, "playing", f"{self.step_timeout:.0f} s")
 
     def observations(self, replies):
         return np.array([np.concatenate([agent[k] for k in self.obs_keys])
@@ -295,7 +362,7 @@ class GodotVecEnv:
 
     def reset(self, seed=None):
         for game in self.games:
-            self.send(game, {"type": "reset"})
+            game._send_as_json({"type": "reset"})
         return self.observations([self.receive(game) for game in self.games]), {}
 
     def step(self, actions):
@@ -304,7 +371,7 @@ class GodotVecEnv:
         for game in self.games:
             agents = actions[first:first + game.num_envs]
             first += game.num_envs
-            self.send(game, {"type": "action", "action": [self.to_game_action(a) for a in agents]})
+            game._send_as_json({"type": "action", "action": [self.to_game_action(a) for a in agents]})
         replies = [self.receive(game) for game in self.games]
         reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
         done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
@@ -329,33 +396,54 @@ class GodotVecEnv:
             if isinstance(space, gym.spaces.Discrete):
                 out[name] = int(action[first])
                 first += 1
-            else:
-                out[name] = action[first:first + space.shape[0]].tolist()
+            else:  # clipped to the space's bounds, as the plugin clamps them when it plays a model;
+                # the rollout stores the action as sampled, so log pi(a|s) stays that of the sample
+                out[name] = np.clip(action[first:first + space.shape[0]], space.low, space.high).tolist()
                 first += space.shape[0]
         return out
 
     def close(self):
-        for game in self.games:
-            with contextlib.suppress(OSError):
-                game._send_as_json({"type": "close"})
-                game.connection.close()
-        for proc in self.procs:  # each game runs in its own process group: end all of it
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=2)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        self.games, self.procs = [], []
+        # Ctrl-C or kill while closing would leave the games running: ignore them until it is done
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if in_main_thread:
+            previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for game in self.games:
+                with contextlib.suppress(OSError, GameError):
+                    game._send_as_json({"type": "close"})
+                    game.connection.close()
+            for proc in self.procs:  # each game runs in its own process group: end all of it
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=2)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            self.games, self.procs = [], []
+        finally:
+            if in_main_thread:
+                for stop_signal, handler in previous.items():
+                    signal.signal(stop_signal, handler)
 
 
 def make_envs(args, run_name):
+    # Ctrl-C or kill while the games start and connect: GodotVecEnv ends the games it started
+    stop_signals = []
+
+    def interrupt(signum, frame):
+        stop_signals.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         return GodotVecEnv(args)
     except GameError as e:
         fail(str(e))
-    except KeyboardInterrupt:  # GodotVecEnv has ended the games; nothing was learned yet
+    except KeyboardInterrupt:  # nothing was learned yet
         print("interrupted while the games connected", file=sys.stderr)
-        sys.exit(128 + signal.SIGINT)
+        sys.exit(128 + (stop_signals[0] if stop_signals else signal.SIGINT))
+    finally:
+        for stop_signal, handler in previous.items():
+            signal.signal(stop_signal, handler)
 
 
 def get_env_state(envs, with_sub_envs=True):
@@ -885,5 +973,8 @@ if __name__ == "__main__":
             print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "
                   f"+- {np.std(returns):.1f} over {len(returns)} episodes")
     else:
-        train(args)
-
+        try:
+            train(args)
+        finally:  # saved, and every game ended: a late Ctrl-C must not break the interpreter's exit
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -134,7 +135,7 @@ def test_game_dying_or_freezing_ends_the_run_cleanly(fault, port, tmp_path):
     stdout, stderr = proc.communicate(timeout=30)
     assert time.time() - started < 15
     assert proc.returncode == 1 and "Traceback" not in stderr
-    reason = "closed the connection" if fault == "kill" else "did not answer for 3 s"
+    reason = "was killed by signal 9 while playing" if fault == "kill" else "did not answer for 3 s while playing"
     assert f"the game on port {port} {reason}" in stderr
     assert "is saved to" in stderr
     assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
@@ -154,19 +155,30 @@ def test_ctrl_c_saves_the_model_and_closes_the_games(port, tmp_path):
     assert not game_pids(port)
 
 
-def test_ctrl_c_while_the_game_connects_ends_it(port, tmp_path):
-    slow_game = tmp_path / "slow.x86_64"
-    slow_game.write_text("#!/bin/sh\nsleep 600\n")
-    slow_game.chmod(0o755)
-    proc = start("--env-path", str(slow_game), "--port", str(port), cwd=tmp_path)
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_kill_while_the_game_connects_ends_it(stop_signal, port, tmp_path):
+    proc = start("--env-path", misbehaving_game(tmp_path, "never-connect"), "--port", str(port), cwd=tmp_path)
     deadline = time.time() + 30
     while not game_pids(port):
         assert time.time() < deadline, "the game did not start"
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop_signal)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + stop_signal and "Traceback" not in stderr, stderr
+    assert "interrupted while the games connected" in stderr
+    assert not game_pids(port)
+
+
+def test_ctrl_c_again_while_closing_leaves_no_game(port, tmp_path):
+    proc = start("--env-path", GAME["discrete"], "--port", str(port), "--n-parallel", "2",
+                 "--total-timesteps", "10000000", cwd=tmp_path)
+    wait_for_step(proc, 3000)
+    for _ in range(4):  # the first asks to stop; the second stops at once; the rest hit the closing
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
-    assert "interrupted while the games connected" in stderr
+    assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
     assert not game_pids(port)
 
 
@@ -181,18 +193,38 @@ def test_port_in_use_is_named(port, tmp_path):
     assert not game_pids(port)
 
 
-@pytest.mark.parametrize("behaviour", ["sleep 600", "exit 3"])
-def test_game_that_never_connects_is_named(behaviour, port, tmp_path):
-    fake_game = tmp_path / "silent.x86_64"
-    fake_game.write_text(f"#!/bin/sh\n{behaviour}\n")
-    fake_game.chmod(0o755)
-    proc = run_script("ppo_godot.py", "--env-path", str(fake_game), "--port", str(port),
-                      "--connect-timeout", "3", cwd=tmp_path, check=False, timeout=60)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert f"no game connected on port {port} within 3 s" in proc.stderr
-    if behaviour == "exit 3":
-        assert "the game exited with code 3" in proc.stderr
+def misbehaving_game(tmp_path, behaviour):
+    """A launcher, named like an exported game, of tests/misbehaving_game.py BEHAVIOUR."""
+    game = tmp_path / f"{behaviour}.x86_64"
+    game.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests" / "misbehaving_game.py"}" {behaviour} "$@"\n')
+    game.chmod(0o755)
+    return str(game)
+
+
+@pytest.mark.parametrize("behaviour, message, timeout", [
+    ("never-connect", "no game connected on port {port} within 3 s", 3),
+    ("exit-at-once", "no game connected on port {port}: the game exited with code 3", 30),
+    ("freeze", "the game on port {port} did not answer for --connect-timeout (3 s) while sending its spaces", 3),
+    ("exit-after-request", "the game on port {port} exited with code 0 while sending its spaces", 30),
+    ("reset", "the game on port {port} exited with code 1", 30),  # seen when sending or when reading
+])
+def test_connect_phase_faults_are_named(behaviour, message, timeout, port, tmp_path):
+    started = time.time()
+    proc = run_script("ppo_godot.py", "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),
+                      "--connect-timeout", str(timeout), cwd=tmp_path, check=False, timeout=60)
+    elapsed = time.time() - started
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"ppo_godot.py: error: {message.format(port=port)}")
+    if timeout == 30:  # a game that has exited ends the wait at once, not at the timeout
+        assert elapsed < 15
     assert not game_pids(port)
+
+
+def test_continuous_actions_are_clipped_when_sent():
+    envs = object.__new__(ppo_godot.GodotVecEnv)  # no game: to_game_action only reads the spaces
+    envs.action_spaces = {"move": gym.spaces.Box(-1.0, 1.0, (2,)), "jump": gym.spaces.Discrete(2)}
+    sent = envs.to_game_action(np.array([1.7, -0.3, 1.0]))
+    assert sent == {"move": [1.0, pytest.approx(-0.3)], "jump": 1}
 
 
 def test_editor_mode_says_to_press_play(port, tmp_path):
