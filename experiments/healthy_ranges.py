@@ -2,8 +2,8 @@
 entropy, explained_variance and grad_norm of each training script on its default env, at its
 defaults, with the learning rate 10x, and with no clipping.
 
-    python experiments/healthy_ranges.py --quick    # 3 seeds, short runs: about 15 minutes on 2 cores
-    python experiments/healthy_ranges.py            # 5 seeds (HalfCheetah 3), longer runs
+    python experiments/healthy_ranges.py --quick    # 3 seeds, short runs: 5 minutes on 2 cores
+    python experiments/healthy_ranges.py            # 5 seeds (HalfCheetah 3), longer runs: 20 minutes
 
 A run's value of a diagnostic is its median over the run's updates, the first 10% of the run left
 out; the table gives the median of those over seeds and their range (min-max), and replaces the
