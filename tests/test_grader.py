@@ -175,23 +175,18 @@ def test_todo3_recursion_over_a_whole_rollout(solution):
                     "with lambda = 0, by the test for TODO 2)")
 
 
+# The episode ends at t=0; the next episode has A_1 = 1. V is 0 everywhere, so only the recursion
+# can carry A_1 into A_0. After a time limit delta_0 still bootstraps V(s_1) = 0; the chain stops too.
+@pytest.mark.parametrize("terminations, truncations, mistake", [
+    ([1, 0], [0, 0], "the next episode's advantage leaked into this one. Multiply A_{t+1} by "
+                     "(1 - done_t) in the A_t recursion"),
+    ([0, 0], [1, 0], "the next episode's advantage leaked across a time limit (truncated). Use "
+                     "done_t = dones[t], not terminations[t], in the A_t recursion"),
+], ids=["termination", "time-limit"])
 @graded
-def test_todo3_gae_recursion_stops_at_episode_end(solution):
-    # Episode ends at t=0; the next episode has A_1 = 1. V is 0 everywhere, so only the
-    # recursion can carry A_1 into A_0.
-    advantages = gae(solution, [1, 1], [0, 0], [1, 0], [0, 0], 0.0)
-    assert advantages[0] == pytest.approx(1.0, abs=1e-5), (
-        f"TODO 3: A_0 should be 1.0, got {advantages[0]:.4f}: the next episode's advantage leaked "
-        "into this one. Multiply A_{t+1} by (1 - done_t) in the A_t recursion")
-
-
-@graded
-def test_todo3_recursion_stops_at_a_time_limit(solution):
-    # Truncated at t=0: delta_0 still bootstraps V(s_1) = 0, but the chain must stop there too.
-    advantages = gae(solution, [1, 1], [0, 0], [0, 0], [1, 0], 0.0)
-    assert advantages[0] == pytest.approx(1.0, abs=1e-5), (
-        f"TODO 3: A_0 should be 1.0, got {advantages[0]:.4f}: the next episode's advantage leaked across "
-        "a time limit (truncated). Use done_t = dones[t], not terminations[t], in the A_t recursion")
+def test_todo3_recursion_stops_at_episode_end(solution, terminations, truncations, mistake):
+    advantages = gae(solution, [1, 1], [0, 0], terminations, truncations, 0.0)
+    assert advantages[0] == pytest.approx(1.0, abs=1e-5), f"TODO 3: A_0 should be 1.0, got {advantages[0]:.4f}: {mistake}"
 
 
 @graded
