@@ -203,20 +203,17 @@ def misbehaving_game(tmp_path, behaviour):
 
 @pytest.mark.parametrize("behaviour, message, timeout", [
     ("never-connect", "no game connected on port {port} within 3 s", 3),
-    ("exit-at-once", "no game connected on port {port}: the game exited with code 3", 30),
+    # a game that has exited ends the wait at once: with a 600 s timeout, run_script's 60 s would expire
+    ("exit-at-once", "no game connected on port {port}: the game exited with code 3", 600),
     ("freeze", "the game on port {port} did not answer for --connect-timeout (3 s) while sending its spaces", 3),
-    ("exit-after-request", "the game on port {port} exited with code 0 while sending its spaces", 30),
-    ("reset", "the game on port {port} exited with code 1", 30),  # seen when sending or when reading
+    ("exit-after-request", "the game on port {port} exited with code 0 while sending its spaces", 600),
+    ("reset", "the game on port {port} exited with code 1", 600),  # seen when sending or when reading
 ])
 def test_connect_phase_faults_are_named(behaviour, message, timeout, port, tmp_path):
-    started = time.time()
     proc = run_script("ppo_godot.py", "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),
                       "--connect-timeout", str(timeout), cwd=tmp_path, check=False, timeout=60)
-    elapsed = time.time() - started
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(f"ppo_godot.py: error: {message.format(port=port)}")
-    if timeout == 30:  # a game that has exited ends the wait at once, not at the timeout
-        assert elapsed < 15
     assert not game_pids(port)
 
 
