@@ -309,6 +309,15 @@ class GodotVecEnv:
         except BaseException:
             self.close()
             raise
+        # one policy for every agent: each agent of each game must have agent 0's spaces
+        first = (self.games[0].observation_spaces[0], self.games[0].action_spaces[0])
+        for game in self.games:
+            for agent, spaces in enumerate(zip(game.observation_spaces, game.action_spaces)):
+                if spaces != first:
+                    self.close()
+                    fail(f"agent {agent} of the game on port {game.port} has other spaces than agent 0 of the "
+                         f"first game ({spaces[0]}, {spaces[1]} against {first[0]}, {first[1]}): one policy "
+                         f"drives every agent, so all must observe and act alike")
         space = self.games[0].observation_space
         self.obs_keys = sorted(space.spaces)
         if any(len(space[k].shape) != 1 or "2d" in k for k in self.obs_keys):

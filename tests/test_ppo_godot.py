@@ -208,6 +208,7 @@ def misbehaving_game(tmp_path, behaviour):
     ("freeze", "the game on port {port} did not answer for --connect-timeout (3 s) while sending its spaces", 3),
     ("exit-after-request", "the game on port {port} exited with code 0 while sending its spaces", 600),
     ("reset", "the game on port {port} exited with code 1", 600),  # seen when sending or when reading
+    ("unlike-agents", "agent 1 of the game on port {port} has other spaces than agent 0", 600),
 ])
 def test_connect_phase_faults_are_named(behaviour, message, timeout, port, tmp_path):
     proc = run_script("ppo_godot.py", "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),
