@@ -42,10 +42,10 @@ def running_mean(returns, window):
     return sums / np.minimum(np.arange(1, len(returns) + 1), window)
 
 
-def plot_returns(name, curves, title, command, window=100, ylabel="episodic return", lines=()):
+def plot_returns(name, curves, title, command, window=100, lines=()):
     """Learning curves as benchmarks/figures/<name>.png: for each label, the mean over its seeds of
     the mean of the last `window` episodes, with the min-max band over seeds.
-    curves: {label: [(steps, returns) of each seed]}; lines: [(y, label)] drawn dashed."""
+    curves: {label: [(steps, returns) of each seed]}; lines: [(y, label)], gray reference lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,7 +60,7 @@ def plot_returns(name, curves, title, command, window=100, ylabel="episodic retu
     for (y, label), style in zip(lines, ["--", ":", "-."]):
         ax.axhline(y, color="gray", linestyle=style, linewidth=1, label=label)
     ax.set_xlabel("env steps")
-    ax.set_ylabel(f"{ylabel}\n(mean of the last {window} episodes)")
+    ax.set_ylabel(f"episodic return\n(mean of the last {window} episodes)")
     ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
