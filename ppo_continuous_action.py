@@ -471,12 +471,13 @@ def train(args):
     # Ctrl-C and kill (SIGTERM) only ask the run to stop at the end of the iteration under way
     # (one rollout and one update), where it saves a state that --resume continues exactly; and
     # interrupting a library half-way, like the TensorBoard writer, can hang it. A second one stops
-    # at once. The handlers from before train() come back at its end.
+    # at once; later ones do nothing, so that the save they would cut short completes. The handlers
+    # from before train() come back at its end.
     stop_requested = []
 
     def request_stop(signum, frame):
         stop_requested.append(signum)
-        if len(stop_requested) > 1:
+        if len(stop_requested) == 2:
             raise KeyboardInterrupt
 
     previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}

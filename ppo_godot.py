@@ -7,14 +7,17 @@
 
 A Godot game holds several agents (n_agents per process, --n-parallel processes); each agent is one
 env of the vector env below, which speaks Godot RL Agents' protocol through godot-rl's GodotEnv.
-Discrete, multi-discrete and continuous action spaces all work. The rest is ppo.py: read the diff.
-Lines marked ALGO are the algorithm; the rest is plumbing. As in ppo.py:
-  1. A finished agent's next step is an autoreset row, not a transition, and is left out of the
-     update. (A game that resets on the spot, like the official plugin, loses one real
-     transition per episode this way: harmless.)
-  2. A time-out (the game sets info["truncated"] and sends the final observation, as the demo game
-     does) bootstraps from V(final observation); other episode ends count as terminal, since a
-     game that resets on the spot never sends the final observation.
+Discrete, multi-discrete, continuous and mixed actions all work, in the order the game declares
+them. The rest is ppo.py: read the diff. Lines marked ALGO are the algorithm; the rest is plumbing.
+Episode ends, for the two ways a game can reset a finished agent (GodotVecEnv.step tells them apart
+from what the game sends):
+  1. Like gymnasium (the demo game): the game sends the final observation with done and resets the
+     agent on the next action, marking that step info["autoreset"]; it is no transition and is left
+     out of the update. A time-out (info["truncated"]) bootstraps from V(final observation).
+  2. Like the official plugin: the game resets on the spot, so the observation sent with done is
+     already the next episode's first; every step is a transition, and every end counts as terminal
+     (there is no final observation to bootstrap from).
+The policy exports to ONNX as the plugin's in-game inference reads it (section 6).
 """
 import argparse
 import atexit
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -119,7 +123,10 @@ def parse_args(argv=None):
     p.add_argument("--step-timeout", type=float, default=10,
                    help="seconds a game may take to answer before it counts as frozen")
     p.add_argument("--onnx-export-path", default=None,
-                   help="also export the policy to ONNX, as the Godot RL Agents plugin loads it")
+                   help="also export the policy to ONNX, as the Godot RL Agents plugin loads it (at the "
+                        "end of training, on Ctrl-C, or from --export-checkpoint)")
+    p.add_argument("--export-checkpoint", default=None,
+                   help="export this saved model to --onnx-export-path and exit: no training, no game")
     # Evaluation
     p.add_argument("--eval-checkpoint", default=None,
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
@@ -133,6 +140,10 @@ def parse_args(argv=None):
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if args.cuda and not torch.cuda.is_available():
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
+    if args.export_checkpoint and not args.onnx_export_path:
+        fail("--export-checkpoint writes the model to --onnx-export-path: give that too")
+    if args.onnx_export_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.onnx_export_path))):
+        fail(f"--onnx-export-path {args.onnx_export_path!r}: its folder does not exist")
     if args.env_path is not None and not (os.path.isfile(args.env_path) and os.access(args.env_path, os.X_OK)):
         fail(f"--env-path {args.env_path!r} is not an executable file (an exported game, or chmod +x it)")
     args.env_id = os.path.basename(args.env_path).split(".")[0] if args.env_path else "godot-editor"
@@ -166,8 +177,11 @@ def resumed_args(args, argv):
 
 
 def set_batch_sizes(args, envs):
-    """The game decides how many agents (envs) there are; the batch follows from it."""
+    """The game decides how many agents (envs) there are, and what each observes and does; the
+    batch follows from it. The layouts go into the checkpoint, for an ONNX export without a game."""
     args.num_envs = envs.num_envs
+    args.obs_layout = list(zip(envs.obs_keys, envs.obs_sizes))
+    args.action_heads = envs.action_heads
     args.batch_size = args.num_envs * args.num_steps
     if args.batch_size % args.num_minibatches != 0:
         envs.close()
@@ -210,8 +224,12 @@ class GuardedGodotEnv(GodotEnv):
     def __init__(self, port, proc, connect_timeout):
         self.game_proc, self.connect_timeout = proc, connect_timeout
         self.deadline = time.monotonic() + connect_timeout
-        with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv prints the spaces, and "press PLAY"
-            super().__init__(env_path=None, port=port)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv prints the spaces, and "press PLAY"
+                super().__init__(env_path=None, port=port)
+        except (AssertionError, KeyError, TypeError, ValueError) as e:  # GodotEnv's reading failed
+            raise GameError(f"the game on port {port} sent spaces that godot-rl cannot read "
+                            f"({type(e).__name__}: {e}): {str(getattr(self, 'env_info', ''))[:200]}") from None
         atexit.unregister(self._close)  # closing is ours: GodotEnv's atexit hook fails on a dead game
 
     def game_exit(self):
@@ -259,9 +277,10 @@ class GuardedGodotEnv(GodotEnv):
             raise GameError(f"the game on port {self.port} {self.game_exit() or 'is gone'} "
                             f"({e.strerror or e})") from None
 
-    def _get_json_dict(self):  # the env_info reply, read by GodotEnv.__init__
-        return self.receive(self.deadline, "sending its spaces (env_info)",
-                            f"--connect-timeout ({self.connect_timeout:.0f} s)")
+    def _get_json_dict(self):  # the env_info reply, read by GodotEnv.__init__; kept for its key order
+        self.env_info = self.receive(self.deadline, "sending its spaces (env_info)",
+                                     f"--connect-timeout ({self.connect_timeout:.0f} s)")
+        return self.env_info
 
     def receive(self, deadline, waiting_for, limit):
         """One message, a 4-byte little-endian length and then that many bytes of JSON, by the
@@ -319,22 +338,22 @@ class GodotVecEnv:
                          f"first game ({spaces[0]}, {spaces[1]} against {first[0]}, {first[1]}): one policy "
                          f"drives every agent, so all must observe and act alike")
         space = self.games[0].observation_space
-        self.obs_keys = sorted(space.spaces)
+        self.obs_keys = sorted(space.spaces)  # each agent's observation: these keys' values, concatenated
         if any(len(space[k].shape) != 1 or "2d" in k for k in self.obs_keys):
             self.close()
             fail(f"only flat (vector) observations are supported; the game sends {space}")
-        obs_dim = sum(space[k].shape[0] for k in self.obs_keys)
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
-        self.action_spaces = self.games[0].action_spaces[0]  # a Dict: action name -> space
-        kinds = {type(space) for space in self.action_spaces.values()}
-        if kinds == {gym.spaces.Discrete}:  # one categorical head per discrete action
-            self.single_action_space = gym.spaces.MultiDiscrete([s.n for s in self.action_spaces.values()])
-        elif kinds == {gym.spaces.Box}:
-            size = sum(s.shape[0] for s in self.action_spaces.values())
-            self.single_action_space = gym.spaces.Box(-1.0, 1.0, (size,), np.float32)
-        else:
-            self.close()
-            fail(f"mixed discrete and continuous actions are not supported: {self.action_spaces}")
+        self.obs_sizes = [space[k].shape[0] for k in self.obs_keys]
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (sum(self.obs_sizes),), np.float32)
+        # The actions in the order the game declares them, as its env_info sent them: godot-rl's
+        # Dict space sorts them by name, and the plugin reads an ONNX model's output in declared order
+        declared = self.games[0].env_info["action_space"]
+        declared = declared[0] if isinstance(declared, list) else declared  # one entry per agent, or one for all
+        self.action_heads = [(name, spec["action_type"], int(spec["size"])) for name, spec in declared.items()]
+        if all(kind == "discrete" for _, kind, _ in self.action_heads):  # stored as one index per action
+            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in self.action_heads])
+        else:  # as floats: each discrete action's index, then or before each continuous one's values
+            columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
+            self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
         self.num_envs = sum(game.num_envs for game in self.games)
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
@@ -372,7 +391,14 @@ class GodotVecEnv:
     def reset(self, seed=None):
         for game in self.games:
             game._send_as_json({"type": "reset"})
-        return self.observations([self.receive(game) for game in self.games]), {}
+        replies = [self.receive(game) for game in self.games]
+        for game, reply in zip(self.games, replies):  # the plugin feeds every key of get_obs() to an ONNX model
+            sent = set(reply["obs"][0])
+            if sent != set(self.obs_keys):
+                raise GameError(f"the game on port {game.port} sends the observation keys {sorted(sent)} but "
+                                f"declares {self.obs_keys} in its observation space (get_obs_space): the two "
+                                f"must match, or its ONNX model will refuse the observations in play")
+        return self.observations(replies), {}
 
     def step(self, actions):
         # Send every game its agents' actions first, so the games simulate side by side.
@@ -380,36 +406,26 @@ class GodotVecEnv:
         for game in self.games:
             agents = actions[first:first + game.num_envs]
             first += game.num_envs
-            game._send_as_json({"type": "action", "action": [self.to_game_action(a) for a in agents]})
+            game._send_as_json({"type": "action", "action": [to_game_action(a, self.action_heads) for a in agents]})
         replies = [self.receive(game) for game in self.games]
         reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
         done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
         info = [i for reply in replies for i in reply.get("info", [{}] * len(reply["done"]))]
-        truncated = done & np.array([bool(i.get("truncated", False)) for i in info])
+        # A game that resets on the next step says so in info (the module docstring has both ways);
+        # only then is the observation sent with done a final one, which a time-out bootstraps from
+        resets_next_step = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
+        truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
 
         self.episode_returns += reward
         self.episode_lengths += ~autoreset  # an autoreset step is not part of any episode
-        infos = {}
+        infos = {"autoreset": autoreset}
         if done.any():
-            infos = {"episode": {"r": np.where(done, self.episode_returns, 0.0),
-                                 "l": np.where(done, self.episode_lengths, 0)}, "_episode": done}
+            infos.update({"episode": {"r": np.where(done, self.episode_returns, 0.0),
+                                      "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
             self.episode_returns[done] = 0.0
             self.episode_lengths[done] = 0
         return self.observations(replies), reward, done & ~truncated, truncated, infos
-
-    def to_game_action(self, action):
-        """One agent's action as the game expects it: {action name: int, or list of floats}."""
-        out, first = {}, 0
-        for name, space in self.action_spaces.items():
-            if isinstance(space, gym.spaces.Discrete):
-                out[name] = int(action[first])
-                first += 1
-            else:  # clipped to the space's bounds, as the plugin clamps them when it plays a model;
-                # the rollout stores the action as sampled, so log pi(a|s) stays that of the sample
-                out[name] = np.clip(action[first:first + space.shape[0]], space.low, space.high).tolist()
-                first += space.shape[0]
-        return out
 
     def close(self):
         # Ctrl-C or kill while closing would leave the games running: ignore them until it is done
@@ -432,6 +448,21 @@ class GodotVecEnv:
             if in_main_thread:
                 for stop_signal, handler in previous.items():
                     signal.signal(stop_signal, handler)
+
+
+def to_game_action(action, action_heads):
+    """One agent's action as the game expects it: {action name: int, or list of floats}, from its
+    row of columns (Agent's layout)."""
+    out, column = {}, 0
+    for name, kind, size in action_heads:
+        if kind == "discrete":
+            out[name] = int(action[column])
+            column += 1
+        else:  # clipped to the space's bounds [-1, 1], as the plugin clamps them when it plays a model;
+            # the rollout stores the action as sampled, so log pi(a|s) stays that of the sample
+            out[name] = np.clip(action[column:column + size], -1.0, 1.0).tolist()
+            column += size
+    return out
 
 
 def make_envs(args, run_name):
@@ -465,8 +496,8 @@ def set_env_state(envs, state):
 
 
 # ================================================================================================
-# 3. Network: separate actor and critic, 64-64 tanh MLPs; a categorical head per discrete action,
-#    or a diagonal Gaussian for continuous actions
+# 3. Network: separate actor and critic, 64-64 tanh MLPs; a categorical head per discrete action
+#    and a diagonal Gaussian per continuous one, in the order the game declares its actions
 # ================================================================================================
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
     torch.nn.init.orthogonal_(layer.weight, std)
@@ -475,15 +506,18 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 
 
 class Agent(nn.Module):
-    def __init__(self, obs_dim, action_space):
+    """action_heads: the game's actions in the order it declares them, each (name, "discrete", n)
+    or (name, "continuous", size). An action is one row of columns in that order: one column (the
+    index) per discrete action, size columns per continuous one."""
+
+    def __init__(self, obs_dim, action_heads):
         super().__init__()
-        self.continuous = isinstance(action_space, gym.spaces.Box)
-        if self.continuous:  # the actor outputs the mean; std = exp(a learned, state-free log std)
-            n_outputs = action_space.shape[0]
-            self.actor_logstd = nn.Parameter(torch.zeros(1, n_outputs))
-        else:  # MultiDiscrete: the actor outputs each head's logits, side by side
-            self.nvec = action_space.nvec.tolist()
-            n_outputs = sum(self.nvec)
+        self.heads = [(kind, size) for _, kind, size in action_heads]
+        # the actor's output, action by action: a discrete action's n logits, a continuous one's means
+        n_outputs = sum(size for _, size in self.heads)
+        n_continuous = sum(size for kind, size in self.heads if kind == "continuous")
+        if n_continuous:  # std = exp(a learned, state-free log std) for each continuous dimension
+            self.actor_logstd = nn.Parameter(torch.zeros(1, n_continuous))
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_dim, 64)),
             nn.Tanh(),
@@ -504,45 +538,64 @@ class Agent(nn.Module):
 
     def policy(self, x):
         """pi(.|s), the one place the policy's distribution is defined (rollout sampling, the update
-        and evaluation all use it): the Gaussian's mean and log std, or each discrete head's log pi
-        of every action."""
-        output = self.actor(x)
-        if self.continuous:
-            return output, self.actor_logstd.expand_as(output)
-        return [torch.log_softmax(logits, dim=-1) for logits in output.split(self.nvec, dim=-1)]
+        and evaluation all use it): for each action, a discrete one's log pi of every choice, or a
+        continuous one's Gaussian (mean, log std)."""
+        outputs = self.actor(x).split([size for _, size in self.heads], dim=-1)
+        dists, first_logstd = [], 0
+        for (kind, size), output in zip(self.heads, outputs):
+            if kind == "discrete":
+                dists.append(torch.log_softmax(output, dim=-1))
+            else:
+                logstd = self.actor_logstd[:, first_logstd:first_logstd + size].expand_as(output)
+                dists.append((output, logstd))
+                first_logstd += size
+        return dists
 
     def get_action(self, x):
-        """Rollout-time sampling only: a_t ~ pi(.|s_t).
+        """Rollout-time sampling only: a_t ~ pi(.|s_t), one column per discrete action.
 
-        A Gaussian: mean + std * z with z ~ N(0, I), unclipped. Each discrete head: argmax(pi / E)
-        with E ~ Exp(1), so action a wins with probability pi(a|s): the draw torch.multinomial makes,
+        A Gaussian: mean + std * z with z ~ N(0, I), unclipped. A discrete action: argmax(pi / E)
+        with E ~ Exp(1), so choice a wins with probability pi(a|s): the draw torch.multinomial makes,
         without its input checks (which would stop a rollout on the NaN of a faulty game before the
         end-of-rollout check can name it)."""
-        if self.continuous:
-            action_mean, action_logstd = self.policy(x)
-            return action_mean + action_logstd.exp() * torch.randn_like(action_mean)
-        probs = [log_pi.exp() for log_pi in self.policy(x)]
-        return torch.stack([(p / torch.empty_like(p).exponential_()).argmax(dim=-1) for p in probs], dim=-1)
+        columns = []
+        for (kind, _), dist in zip(self.heads, self.policy(x)):
+            if kind == "discrete":
+                p = dist.exp()
+                columns.append((p / torch.empty_like(p).exponential_()).argmax(dim=-1, keepdim=True))
+            else:
+                action_mean, action_logstd = dist
+                columns.append(action_mean + action_logstd.exp() * torch.randn_like(action_mean))
+        return self.as_action_row(columns)
 
     def get_greedy_action(self, x):
-        """The most likely action: the Gaussian's mean, or each head's argmax."""
-        if self.continuous:
-            return self.policy(x)[0]
-        return torch.stack([log_pi.argmax(dim=-1) for log_pi in self.policy(x)], dim=-1)
+        """The most likely action: each Gaussian's mean, each discrete action's argmax."""
+        return self.as_action_row([dist.argmax(dim=-1, keepdim=True) if kind == "discrete" else dist[0]
+                                   for (kind, _), dist in zip(self.heads, self.policy(x))])
+
+    def as_action_row(self, columns):
+        """Integer columns when every action is discrete, else floats (an index is exact in a float)."""
+        if all(kind == "discrete" for kind, _ in self.heads):
+            return torch.cat(columns, dim=-1)
+        return torch.cat([c.float() for c in columns], dim=-1)
 
     def get_action_and_value(self, x, action):
-        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update. The action
-        dimensions (or heads) are independent, so log-probs and entropies add up."""
-        if self.continuous:
-            action_mean, action_logstd = self.policy(x)
-            # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
-            z = (action - action_mean) / action_logstd.exp()
-            logprob = (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
-            entropy = (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
-            return action, logprob, entropy, self.critic(x)
-        log_pis = self.policy(x)
-        logprob = sum(log_pi.gather(-1, action[..., i:i + 1]).squeeze(-1) for i, log_pi in enumerate(log_pis))
-        entropy = sum(-(log_pi.exp() * log_pi).sum(-1) for log_pi in log_pis)
+        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update. The actions (and a
+        Gaussian's dimensions) are independent, so log-probs and entropies add up."""
+        logprob, entropy, column = 0, 0, 0
+        for (kind, size), dist in zip(self.heads, self.policy(x)):
+            if kind == "discrete":
+                log_pi = dist
+                logprob = logprob + log_pi.gather(-1, action[..., column:column + 1].long()).squeeze(-1)
+                entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
+                column += 1
+            else:
+                action_mean, action_logstd = dist
+                # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
+                z = (action[..., column:column + size] - action_mean) / action_logstd.exp()
+                logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+                entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
+                column += size
         return action, logprob, entropy, self.critic(x)
 
 
@@ -596,7 +649,7 @@ def train(args):
         fail(f"cannot make the log folder {run_dir}: {e.strerror}")
     obs_shape = envs.single_observation_space.shape
     action_shape = envs.single_action_space.shape
-    agent = Agent(int(np.prod(obs_shape)), envs.single_action_space).to(device)
+    agent = Agent(int(np.prod(obs_shape)), envs.action_heads).to(device)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
 
@@ -671,12 +724,13 @@ def train(args):
     # Ctrl-C and kill (SIGTERM) only ask the run to stop at the end of the iteration under way
     # (one rollout and one update), where it saves a state that --resume continues exactly; and
     # interrupting a library half-way, like the TensorBoard writer, can hang it. A second one stops
-    # at once. The handlers from before train() come back at its end.
+    # at once; later ones do nothing, so that the save they would cut short completes. The handlers
+    # from before train() come back at its end.
     stop_requested = []
 
     def request_stop(signum, frame):
         stop_requested.append(signum)
-        if len(stop_requested) > 1:
+        if len(stop_requested) == 2:
             raise KeyboardInterrupt
 
     previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -702,7 +756,6 @@ def train(args):
             for step in range(args.num_steps):
                 global_step += args.num_envs
                 obs[step] = next_obs
-                is_transition[step] = ~next_done  # after an episode end, this step only resets
 
                 # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
                 with torch.inference_mode():
@@ -711,6 +764,7 @@ def train(args):
                 actions[step] = action
 
                 next_obs, reward, terminated, truncated, infos = envs.step(action)
+                is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
                 rewards[step] = reward
                 terminations[step] = terminated
                 truncations[step] = truncated
@@ -846,6 +900,8 @@ def train(args):
             print(save(exact=True))
     except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
         print(f"interrupted at global_step={global_step}. {save(exact=len(stop_requested) == 1)}")
+        if args.onnx_export_path:
+            print(export_onnx(agent, args.obs_layout, args.onnx_export_path))
         sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
     except EnvFault as e:  # caught before any update saw the bad values
         fail(f"{e}: a fault of the env, not of the learning. {save()}")
@@ -853,6 +909,8 @@ def train(args):
         fail(f"{e}; try a lower --learning-rate. {save()}")
     except GameError as e:
         print(f"ppo_godot.py: error: {e}. {save()}", file=sys.stderr)
+        if args.onnx_export_path:
+            print(export_onnx(agent, args.obs_layout, args.onnx_export_path))
         sys.exit(1)
     except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
         try:
@@ -872,8 +930,10 @@ def train(args):
         threading.excepthook = previous_excepthook
 
     if args.onnx_export_path:
-        export_onnx(agent, int(np.prod(obs_shape)), args.onnx_export_path)
-        print(f"policy exported to {args.onnx_export_path}")
+        try:
+            print(export_onnx(agent, args.obs_layout, args.onnx_export_path))
+        except OSError as e:
+            fail(f"exporting to {args.onnx_export_path} failed ({e.strerror or e}). {save(exact=True)}")
     return run_dir
 
 
@@ -917,23 +977,62 @@ def load_checkpoint(path):
 # 6. ONNX export, in the form the Godot RL Agents plugin loads for in-game inference
 # ================================================================================================
 class OnnxPolicy(nn.Module):
-    """obs -> (output, state_outs), as godot-rl's own export: the actor's logits (each discrete
-    head's, side by side) or the action mean. state_ins passes through (the plugin's slot for a
-    recurrent state)."""
+    """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
+    it, plus state_ins; out come `output`, the actions in the game's declared order (a discrete
+    action's logits; a continuous action's mean, followed by its log std when the game mixes both
+    kinds, as the plugin's ONNX wrapper then expects), and state_outs (state_ins passed through:
+    the plugin's slot for a recurrent state)."""
 
     def __init__(self, agent):
         super().__init__()
-        self.actor = agent.actor
+        self.agent = agent
+        kinds = {kind for kind, _ in agent.heads}
+        self.with_logstd = kinds == {"discrete", "continuous"}
 
-    def forward(self, obs, state_ins):
-        return self.actor(obs), state_ins
+    def forward(self, *inputs):
+        *obs_parts, state_ins = inputs  # the observation keys in training's (sorted) order
+        x = torch.cat(obs_parts, dim=-1)
+        output = []
+        for (kind, _), dist in zip(self.agent.heads, self.agent.policy(x)):
+            if kind == "discrete":
+                output.append(dist)  # log pi: the same argmax, and the same softmax, as the logits
+            else:
+                output += list(dist) if self.with_logstd else [dist[0]]
+        return torch.cat(output, dim=-1), state_ins
 
 
-def export_onnx(agent, obs_dim, path):
-    names = ["obs", "state_ins", "output", "state_outs"]
-    torch.onnx.export(OnnxPolicy(agent).cpu().eval(), (torch.zeros(1, obs_dim), torch.zeros(1)), path,
-                      input_names=names[:2], output_names=names[2:], opset_version=17, dynamo=False,
-                      dynamic_axes={name: {0: "batch_size"} for name in names})
+def export_onnx(agent, obs_layout, path):
+    """Writes the policy for the plugin; ignores Ctrl-C and kill until the file is whole."""
+    obs_keys = [key for key, _ in obs_layout]
+    clashes = set(obs_keys) & {"state_ins", "output", "state_outs"}
+    if clashes:
+        fail(f"the observation key {sorted(clashes)[0]!r} has the name of an input or output the plugin "
+             f"gives the ONNX model itself: rename it in the game's get_obs()")
+    names = obs_keys + ["state_ins", "output", "state_outs"]
+    example = tuple(torch.zeros(1, size) for _, size in obs_layout) + (torch.zeros(1),)
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:  # written beside it, then renamed: an export that fails leaves no half-written model
+        with warnings.catch_warnings():  # the TorchScript exporter calls itself deprecated; the newer
+            warnings.simplefilter("ignore", DeprecationWarning)  # one needs onnxscript, not installed here
+            torch.onnx.export(OnnxPolicy(agent).cpu().eval(), example, path + ".tmp", input_names=names[:-2],
+                              output_names=names[-2:], opset_version=17, dynamo=False,
+                              dynamic_axes={name: {0: "batch_size"} for name in names})
+        os.replace(path + ".tmp", path)
+    finally:
+        for stop_signal, handler in previous.items():
+            signal.signal(stop_signal, handler)
+    return f"The policy is exported to {path}, for the Godot RL Agents plugin"
+
+
+def export_checkpoint(checkpoint_path, path):
+    """--export-checkpoint: a saved model to ONNX, with no game running."""
+    checkpoint = load_checkpoint(checkpoint_path)
+    saved = checkpoint["args"]
+    if "action_heads" not in saved:
+        fail(f"{checkpoint_path} predates checkpoints that record the game's layout: train it again")
+    agent = Agent(sum(size for _, size in saved["obs_layout"]), saved["action_heads"])
+    agent.load_state_dict(checkpoint["model"])
+    print(export_onnx(agent, saved["obs_layout"], path))
 
 
 # ================================================================================================
@@ -947,7 +1046,7 @@ def evaluate(args, greedy=True):
     policy_name = "greedy" if greedy else "sampled"
     envs = make_envs(args, run_name=None)
     try:
-        agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space)
+        agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads)
         try:
             agent.load_state_dict(checkpoint["model"])
         except RuntimeError:
@@ -976,7 +1075,9 @@ def evaluate(args, greedy=True):
 
 if __name__ == "__main__":
     args = parse_args()
-    if args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
+    if args.export_checkpoint:
+        export_checkpoint(args.export_checkpoint, args.onnx_export_path)
+    elif args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
         for greedy in (True, False):
             returns = evaluate(args, greedy)
             print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "

@@ -41,7 +41,7 @@ TOPICS = {
                               "ppo_scratch_skeleton.py": ["def value_loss("]},
     "entropy bonus": {"ppo.py": ["entropy = -(log_pi.exp()"],
                       "ppo_continuous_action.py": ["entropy = (0.5 + 0.5 * math.log"],
-                      "ppo_godot.py": ["entropy = (0.5 + 0.5 * math.log", "entropy = sum(-(log_pi.exp()"],
+                      "ppo_godot.py": ["entropy = entropy - (log_pi.exp()", "entropy = entropy + (0.5 + 0.5"],
                       "ppo_scratch_skeleton.py": ["# TODO 7"]},
     "the total loss": {**{s: ["# ALGO: loss = -L^CLIP"] for s in TRAINING},
                        "ppo_scratch_skeleton.py": ["loss = total_loss("]},

@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
 import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
@@ -77,13 +78,30 @@ class AsGameActions(gym.ActionWrapper):
         return int(action[0])
 
 
+class FakeGame(gym.vector.VectorWrapper):
+    """What GodotVecEnv adds to a vector env's API: the game's layouts, and infos["autoreset"], the
+    agents that a step only reset (here gymnasium's: those whose episode ended on the step before)."""
+
+    obs_keys, obs_sizes = ["obs"], [4]
+    action_heads = [("move", "discrete", 2)]
+
+    def reset(self, **kwargs):
+        self.autoreset = np.zeros(self.num_envs, dtype=bool)
+        return super().reset(**kwargs)
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, infos = super().step(actions)
+        infos["autoreset"], self.autoreset = self.autoreset, terminated | truncated
+        return obs, reward, terminated, truncated, infos
+
+
 def fake_game(num_envs=4, wrapper=lambda env: env, max_episode_steps=None):
     """A stand-in for ppo_godot.GodotVecEnv (the games' side is tested with the real engine in
     test_ppo_godot.py): CartPole agents, each one env of a vector env with the same API."""
-    return gym.vector.SyncVectorEnv([
+    return FakeGame(gym.vector.SyncVectorEnv([
         lambda: gym.wrappers.RecordEpisodeStatistics(
             AsGameActions(wrapper(gym.make("CartPole-v1", max_episode_steps=max_episode_steps))))
-        for _ in range(num_envs)])
+        for _ in range(num_envs)]))
 
 
 class GodotScript(Script):
@@ -207,3 +225,31 @@ def pytest_generate_tests(metafunc):
     if "solution_path" in metafunc.fixturenames:
         paths = metafunc.config.getoption("solution") or ["reference"]
         metafunc.parametrize("solution_path", paths, ids=[Path(p).stem for p in paths], scope="module")
+
+
+def plugin_inference(session, obs, action_space):
+    """The Godot RL Agents plugin's in-game inference, reimplemented from its source (commit bf5d6a2
+    of edbeeching/godot_rl_agents_plugin, addons/godot_rl_agents/): ONNXInference.cs feeds state_ins
+    and one [1, len] input per key of get_obs(), named after the key, and reads `output`, whose width
+    ONNX_wrapper.gd compares with the continuous sizes (a model of continuous actions only whose width
+    is their sum outputs means only; otherwise a continuous action takes 2 x size slots, mean then
+    log std); sync.gd's _extract_action_dict walks the game's declared actions in order, taking the
+    first largest logit of a discrete action (deterministic_inference) and clamping a continuous
+    one's mean to [-1, 1]. obs and action_space are dicts in the game's order."""
+    feed = {"state_ins": np.array([1.0], np.float32)}
+    feed.update({key: np.array([values], np.float32) for key, values in obs.items()})
+    output = session.run(["output", "state_outs"], feed)[0][0].tolist()
+    width = session.get_outputs()[0].shape[1]
+    means_only = (all(spec["action_type"] == "continuous" for spec in action_space.values())
+                  and sum(spec["size"] for spec in action_space.values()) == width)
+    actions, index = {}, 0
+    for key, spec in action_space.items():
+        size = spec["size"]
+        if spec["action_type"] == "discrete":
+            logits = output[index:index + size]
+            actions[key] = max(range(size), key=lambda i: (logits[i], -i))  # the first of equal maxima
+            index += size
+        else:
+            actions[key] = [min(max(v, -1.0), 1.0) for v in output[index:index + size]]
+            index += size if means_only else 2 * size
+    return actions

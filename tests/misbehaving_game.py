@@ -1,23 +1,54 @@
-"""A game that misbehaves while it connects, for tests/test_ppo_godot.py. Started like a game:
+"""A game that misbehaves while it connects, or plays an edge case, for tests/test_ppo_godot.py.
+Started like a game:
 
     python tests/misbehaving_game.py BEHAVIOUR --port=N [the rest of a game's command line]
 
 BEHAVIOUR: never-connect; exit-at-once (code 3); freeze (connects, then never answers);
 exit-after-request (connects, reads the handshake and the env_info request, exits 0);
 unlike-agents (sends the spaces of two agents that observe differently, then waits); reset
-(connects, then resets the connection: an abrupt exit, code 1)."""
+(connects, then resets the connection: an abrupt exit, code 1); unknown-action-type (declares an
+action of a type godot-rl does not know); undeclared-obs-key (observes a key its spaces do not
+declare); done-every-step (two agents whose every action ends an episode, reset on the spot like
+the official plugin: reward 1, info {}, the observation already the next episode's)."""
 import json
+import random
 import socket
 import struct
 import sys
 import time
 
 
+def receive():
+    """One message: a 4-byte little-endian length, then JSON."""
+    length = int.from_bytes(connection.recv(4, socket.MSG_WAITALL), "little")
+    return json.loads(connection.recv(length, socket.MSG_WAITALL))
+
+
+def send(message):
+    data = json.dumps(message).encode()
+    connection.sendall(len(data).to_bytes(4, "little") + data)
+
+
 def read_requests():
-    """The handshake, then the env_info request: 4-byte little-endian length, then JSON."""
+    """The handshake, then the env_info request."""
     for _ in range(2):
-        length = int.from_bytes(connection.recv(4, socket.MSG_WAITALL), "little")
-        connection.recv(length, socket.MSG_WAITALL)
+        receive()
+
+
+def play(obs_key, n_agents=2):
+    """Sends the spaces of n_agents that observe [obs_key] (two floats) and have one discrete
+    action, then answers reset and action messages until close: every action ends an episode."""
+    read_requests()
+    send({"type": "env_info", "n_agents": n_agents, "agent_policy_names": ["shared"] * n_agents,
+          "observation_space": {"obs": {"space": "box", "size": [2]}},
+          "action_space": {"move": {"action_type": "discrete", "size": 2}}})
+    while (message := receive())["type"] != "close":
+        obs = [{obs_key: [random.uniform(-1, 1), random.uniform(-1, 1)]} for _ in range(n_agents)]
+        if message["type"] == "reset":
+            send({"type": "reset", "obs": obs, "info": [{}] * n_agents})
+        else:
+            send({"type": "step", "obs": obs, "reward": [1.0] * n_agents, "done": [True] * n_agents,
+                  "info": [{}] * n_agents})
 
 
 behaviour = sys.argv[1]
@@ -41,6 +72,15 @@ elif behaviour == "unlike-agents":  # two agents whose observations differ in si
                            "agent_policy_names": ["shared", "shared"]}).encode()
     connection.sendall(len(env_info).to_bytes(4, "little") + env_info)
     time.sleep(600)
+elif behaviour == "unknown-action-type":
+    read_requests()
+    send({"type": "env_info", "n_agents": 1, "observation_space": {"obs": {"space": "box", "size": [2]}},
+          "action_space": {"move": {"action_type": "analog", "size": 2}}})
+    time.sleep(600)
+elif behaviour == "undeclared-obs-key":
+    play(obs_key="position")
+elif behaviour == "done-every-step":
+    play(obs_key="obs")
 elif behaviour == "reset":
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     connection.close()  # with a zero linger time, close sends RST: the peer sees a connection reset

@@ -10,8 +10,14 @@ extends Node
 # as info.truncated). Like gymnasium 1.0, a finished agent sends its final observation with done,
 # then is reset by the next action message, which it ignores (reward 0, info.autoreset).
 #
+# --action_type=plugin plays like a game made with the official Godot RL Agents plugin (Godot 4,
+# addons/godot_rl_agents/sync.gd and its AIController): spaces sent per agent, two observation keys
+# and a discrete and a continuous action, each declared out of alphabetical order; info is {}; a
+# finished agent (target reached, or a time-out, which the plugin cannot tell apart) is reset on the
+# spot, so the observation sent with done is the next episode's first; done is cleared once sent.
+#
 # Command line (from GodotEnv): --port=N --env_seed=N --speedup=N --action_repeat=N, and
-# --action_type=discrete|multidiscrete|continuous --n_agents=N from the launchers.
+# --action_type=discrete|multidiscrete|continuous|plugin --n_agents=N from the launchers.
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -26,6 +32,7 @@ var connected = false
 var port = 11008
 var n_agents = 16
 var action_type = "discrete"
+var plugin = false  # --action_type=plugin
 var action_repeat = 1
 var tick_in_action = 0
 var waiting_for_reply = false
@@ -52,6 +59,7 @@ func _ready():
 	action_repeat = max(1, int(args.get("action_repeat", "1")))
 	n_agents = int(args.get("n_agents", "16"))
 	action_type = args.get("action_type", "discrete")
+	plugin = action_type == "plugin"
 	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
 	for i in range(n_agents):
 		positions.append(Vector2())
@@ -94,6 +102,9 @@ func _physics_process(_delta):
 			end_action()
 			send({"type": "step", "obs": observations(), "reward": rewards, "done": dones, "info": infos()})
 			waiting_for_reply = false
+			if plugin:  # sync.gd clears an agent's done once it has sent it
+				for i in range(n_agents):
+					dones[i] = false
 		if not handle_messages_until_action():
 			connected = false
 			get_tree().quit()
@@ -113,12 +124,15 @@ func handle_messages_until_action():
 				pass
 			"env_info":
 				send({"type": "env_info", "n_agents": n_agents,
-					"observation_space": {"obs": {"space": "box", "size": [4]}},
+					"observation_space": observation_space(),
 					"action_space": action_space(), "agent_policy_names": names()})
 			"reset":
 				for i in range(n_agents):
 					reset_agent(i)
-				send({"type": "reset", "obs": observations()})
+				if plugin:
+					send({"type": "reset", "obs": observations(), "info": infos()})
+				else:
+					send({"type": "reset", "obs": observations()})
 			"call":
 				send({"type": "call", "returns": []})
 			"action":
@@ -128,8 +142,25 @@ func handle_messages_until_action():
 	return false
 
 
+func observation_space():
+	if plugin:  # one entry per agent, keys in the game's order
+		var space = {"to_target": {"size": [2], "space": "box"}, "position": {"size": [2], "space": "box"}}
+		var out = []
+		for i in range(n_agents):
+			out.append(space)
+		return out
+	return {"obs": {"space": "box", "size": [4]}}
+
+
 func action_space():
 	match action_type:
+		"plugin":  # one entry per agent; sprint: 0 half speed, 1 full speed
+			var space = {"sprint": {"action_type": "discrete", "size": 2},
+				"direction": {"action_type": "continuous", "size": 2}}
+			var out = []
+			for i in range(n_agents):
+				out.append(space)
+			return out
 		"multidiscrete":
 			return {"move_x": {"action_type": "discrete", "size": 3},
 				"move_y": {"action_type": "discrete", "size": 3}}
@@ -147,6 +178,9 @@ func names():
 
 func velocity(action):
 	match action_type:
+		"plugin":
+			var direction = Vector2(clamp(action["direction"][0], -1.0, 1.0), clamp(action["direction"][1], -1.0, 1.0))
+			return direction * (1.0 if int(action["sprint"]) == 1 else 0.5)
 		"multidiscrete":  # each axis: 0 back, 1 stay, 2 forward
 			return Vector2(int(action["move_x"]) - 1, int(action["move_y"]) - 1)
 		"continuous":
@@ -168,7 +202,7 @@ func reset_agent(i):
 func start_action(actions):
 	for i in range(n_agents):
 		rewards[i] = 0.0
-		autoreset[i] = dones[i]
+		autoreset[i] = dones[i] and not plugin
 		frozen[i] = dones[i]
 		if dones[i]:  # finished on the last action: reset now, ignore this action
 			reset_agent(i)
@@ -190,34 +224,47 @@ func tick(i):
 	rewards[i] += SHAPING * (before - after)
 	if after < REACH:
 		rewards[i] += 1.0
-		dones[i] = true
+		end_episode(i)
+
+
+func end_episode(i):
+	if plugin:  # reset on the spot: the next observation is the new episode's
+		reset_agent(i)
+	else:  # wait for the next action, which only resets
 		frozen[i] = true
+	dones[i] = true
 
 
 func end_action():
 	for i in range(n_agents):
 		if not dones[i] and not autoreset[i] and steps[i] >= MAX_STEPS:
-			dones[i] = true
-			truncated[i] = true
+			end_episode(i)
+			truncated[i] = not plugin
 
 
 func observations():
 	var out = []
 	for i in range(n_agents):
 		var to_target = targets[i] - positions[i]
-		out.append({"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]})
+		if plugin:
+			out.append({"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]})
+		else:
+			out.append({"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]})
 	return out
 
 
 func infos():
 	var out = []
 	for i in range(n_agents):
-		out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
+		if plugin:
+			out.append({})
+		else:
+			out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
 	return out
 
 
 func send(message):
-	var data = to_json(message).to_utf8()
+	var data = JSON.print(message).to_utf8()  # in the order written: to_json sorts the keys
 	peer.put_u32(data.size())
 	peer.put_data(data)
 
