@@ -56,9 +56,9 @@ def str2bool(value):
 
 
 # A resumed run keeps its flags, but for these: a longer run (the learning rate's decay is then
-# spread over the new total), and where and how to reach the game
+# spread over the new total), where and how to reach the game, and where to export the policy
 RESUME_FLAGS = ["--total-timesteps", "--env-path", "--port", "--connect-timeout", "--step-timeout",
-                "--show-window"]
+                "--show-window", "--godot-version", "--onnx-export-path"]
 
 
 def parse_args(argv=None):
@@ -119,6 +119,10 @@ def parse_args(argv=None):
                         "fast as training allows instead of in real time; 0 = real time")
     p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action")
     p.add_argument("--show-window", default=False, **flag, help="render the game in a window")
+    p.add_argument("--godot-version", type=int, choices=[3, 4], default=4,
+                   help="the engine the game was exported with, for how to start it without a window: 4 passes "
+                        "--headless; 3 passes --no-window, which Godot 3 honours on Windows only (on Linux, "
+                        "export with Godot 3's server template, or run under xvfb-run)")
     p.add_argument("--connect-timeout", type=float, default=60, help="seconds to wait for each game")
     p.add_argument("--step-timeout", type=float, default=10,
                    help="seconds a game may take to answer before it counts as frozen")
@@ -371,7 +375,7 @@ class GodotVecEnv:
         else:  # GodotEnv's command line, started here so that this process owns the game
             command = [os.path.abspath(args.env_path), f"--port={port}", f"--env_seed={seed}"]
             if not args.show_window:
-                command += ["--disable-render-loop", "--headless"]
+                command += ["--disable-render-loop", "--headless" if args.godot_version == 4 else "--no-window"]
             if args.framerate:
                 command += ["--fixed-fps", str(args.framerate)]
             if args.action_repeat:
@@ -1031,7 +1035,10 @@ def export_checkpoint(checkpoint_path, path):
     if "action_heads" not in saved:
         fail(f"{checkpoint_path} predates checkpoints that record the game's layout: train it again")
     agent = Agent(sum(size for _, size in saved["obs_layout"]), saved["action_heads"])
-    agent.load_state_dict(checkpoint["model"])
+    try:
+        agent.load_state_dict(checkpoint["model"])
+    except (KeyError, RuntimeError):
+        fail(f"{checkpoint_path}: its weights do not fit the game layout it records")
     print(export_onnx(agent, saved["obs_layout"], path))
 
 

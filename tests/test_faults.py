@@ -67,6 +67,9 @@ BAD_INPUT = {  # fault: {script: (argv, what the line says)}
         "ppo_godot.py": (["--num-steps", "1", "--num-minibatches", "16"], "minibatches of 1 row"),
     },
     "--cuda without a GPU": {s: (["--cuda"], "sees no CUDA GPU") for s in TRAINING},
+    "export without a path": {"ppo_godot.py": (["--export-checkpoint", "x.pt"], "give that too")},
+    "export to a missing folder": {"ppo_godot.py": (["--onnx-export-path", "no/such/dir/m.onnx"],
+                                                    "its folder does not exist")},
 }
 BAD_INPUT_CASES = [(fault, script) for fault, by_script in BAD_INPUT.items() for script in by_script]
 
@@ -134,6 +137,20 @@ def test_bad_checkpoint(script, fault, flag, tmp_path):
     make, message = CHECKPOINT_FAULTS[fault]
     path = make(tmp_path, script)
     assert_one_line_error(run_script(script, flag, str(path), cwd=tmp_path, check=False), message)
+
+
+EXPORT_FAULTS = {**CHECKPOINT_FAULTS, "a checkpoint from before checkpoints held the game's layouts": (
+    lambda folder, script: save(folder / "old.pt", {"script": script, "model": {}, "args": {}}),
+    "predates checkpoints that record the game's layout")}
+
+
+@pytest.mark.parametrize("fault", EXPORT_FAULTS)
+def test_bad_checkpoint_to_export(fault, tmp_path):
+    make, message = EXPORT_FAULTS[fault]
+    proc = run_script("ppo_godot.py", "--export-checkpoint", str(make(tmp_path, "ppo_godot.py")),
+                      "--onnx-export-path", "model.onnx", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert not (tmp_path / "model.onnx").exists()
 
 
 @pytest.mark.parametrize("script", TRAINING)

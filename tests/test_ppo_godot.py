@@ -255,8 +255,32 @@ def test_a_game_that_ends_an_episode_every_step_trains_on_every_step(port, tmp_p
     assert len(scalars["losses/policy_loss"]) == 4  # 4 updates of 2 agents x 8 steps
 
 
+@pytest.mark.parametrize("version, hide_window", [(4, "--headless"), (3, "--no-window")])
+def test_the_window_is_hidden_as_the_game_s_engine_expects(version, hide_window, port, tmp_path):
+    game = tmp_path / "game.x86_64"  # a game that writes down its command line and exits
+    game.write_text(f'#!/bin/sh\necho "$@" > "{tmp_path / "argv.txt"}"\nexit 3\n')
+    game.chmod(0o755)
+    proc = run_script("ppo_godot.py", "--env-path", str(game), "--port", str(port), "--godot-version", str(version),
+                      cwd=tmp_path, check=False, timeout=60)
+    assert "the game exited with code 3" in proc.stderr
+    argv = (tmp_path / "argv.txt").read_text().split()
+    assert hide_window in argv and ({"--headless", "--no-window"} - {hide_window}).isdisjoint(argv)
+    assert f"--port={port}" in argv
+
+
 def test_editor_mode_says_to_press_play(port, tmp_path):
     proc = run_script("ppo_godot.py", "--port", str(port), "--connect-timeout", "2", cwd=tmp_path,
                       check=False, timeout=60)
     assert "press Play in the Godot editor" in proc.stdout
     assert proc.returncode == 2 and f"no game connected on port {port} within 2 s" in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["discrete", "continuous", "plugin"])
+def test_the_benchmark_s_scripted_policy_plays_each_game_near_optimally(kind, port):
+    """benchmarks/godot_chase.py measures learning against it: it must read each game's
+    observation and send its actions in the game's layout (random play scores about -1)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import godot_chase
+
+    best, _ = godot_chase.scripted_client(GAME[kind], kind, port, steps=400)
+    assert best > 8
