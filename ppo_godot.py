@@ -22,6 +22,7 @@ The policy exports to ONNX as the plugin's in-game inference reads it (section 6
 import argparse
 import atexit
 import contextlib
+import copy
 import io
 import json
 import math
@@ -41,6 +42,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 from godot_rl.core.godot_env import GodotEnv
+from gymnasium.wrappers.utils import RunningMeanStd
 from torch.utils.tensorboard import SummaryWriter
 
 
@@ -88,7 +90,9 @@ def parse_args(argv=None):
                         f"saved envs: resume your own checkpoints only")
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
-    p.add_argument("--learning-rate", type=float, default=2.5e-4, help="Adam step size")
+    p.add_argument("--learning-rate", type=float, default=1e-3,
+                   help="Adam step size; 4x ppo.py's: a game's many agents make big batches, so few "
+                        "updates per step (benchmarks/README.md, the Godot Chase game)")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
     p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
@@ -105,6 +109,11 @@ def parse_args(argv=None):
     p.add_argument("--target-kl", type=float, default=None,
                    help="stop this update's epochs once approx_kl exceeds it (e.g. 0.015); "
                         "lower it if approx_kl spikes above 0.05")
+    p.add_argument("--norm-reward", default=True, **flag,
+                   help="scale rewards by a running std of the discounted return, restarted at every episode "
+                        "end: a game's rewards come at any scale, and a critic that must output returns of 10 "
+                        "or 100 fits them slowly (benchmarks/README.md, the Godot Chase game); the logged "
+                        "episodic returns stay the game's own")
     p.add_argument("--bootstrap-truncation", default=True, **flag,
                    help="bootstrap V(final obs) on time-limit ends; false = treat them as "
                         "terminal, like CleanRL (for comparison)")
@@ -361,6 +370,10 @@ class GodotVecEnv:
         self.num_envs = sum(game.num_envs for game in self.games)
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
+        # --norm-reward: the running variance of the discounted return G_t = r_t + gamma G_{t-1}
+        self.norm_reward, self.gamma = args.norm_reward, args.gamma
+        self.return_rms = RunningMeanStd(shape=())
+        self.discounted_return = np.zeros(self.num_envs)
 
     def connect(self, args, port, seed):
         with socket.socket() as probe:  # fail now, not after starting a game that cannot connect
@@ -393,6 +406,7 @@ class GodotVecEnv:
                          for reply in replies for agent in reply["obs"]], dtype=np.float32)
 
     def reset(self, seed=None):
+        self.discounted_return[:] = 0.0
         for game in self.games:
             game._send_as_json({"type": "reset"})
         replies = [self.receive(game) for game in self.games]
@@ -421,7 +435,7 @@ class GodotVecEnv:
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
         truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
 
-        self.episode_returns += reward
+        self.episode_returns += reward  # logged as the game gave them, whatever --norm-reward does
         self.episode_lengths += ~autoreset  # an autoreset step is not part of any episode
         infos = {"autoreset": autoreset}
         if done.any():
@@ -429,6 +443,12 @@ class GodotVecEnv:
                                       "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
             self.episode_returns[done] = 0.0
             self.episode_lengths[done] = 0
+        if self.norm_reward:  # r_t / std(G), G restarted at every episode end; autoreset steps left out
+            self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
+            if not autoreset.all():
+                self.return_rms.update(self.discounted_return[~autoreset])
+            reward = np.clip(reward / np.sqrt(self.return_rms.var + 1e-8), -10, 10).astype(np.float32)
+            self.discounted_return[done] = 0.0
         return self.observations(replies), reward, done & ~truncated, truncated, infos
 
     def close(self):
@@ -491,11 +511,15 @@ def make_envs(args, run_name):
 
 
 def get_env_state(envs, with_sub_envs=True):
-    """A running game's state cannot be saved: --resume starts new episodes."""
-    return None
+    """The reward statistics, for --resume. A running game's state cannot be saved: a resumed run
+    starts new episodes."""
+    return {"return_rms": copy.deepcopy(envs.return_rms)} if hasattr(envs, "return_rms") else None
 
 
 def set_env_state(envs, state):
+    """Put the reward statistics back; False: the episodes under way were not saved."""
+    if state is not None and hasattr(envs, "return_rms"):
+        envs.return_rms = state["return_rms"]
     return False
 
 

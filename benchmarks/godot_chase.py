@@ -44,7 +44,7 @@ def scripted_action(obs, kind):
     return move[:, None]
 
 
-def scripted_client(env_path, kind, port, steps=2000):
+def scripted_client(env_path, kind, port, steps=6000):
     """The scripted policy's mean return, and the agent-steps per second the games give a client that
     only plays (the first 100 steps, start-up, are not timed)."""
     args = ppo_godot.parse_args(["--env-path", env_path, "--port", str(port), "--n-parallel", str(N_PARALLEL)])

@@ -3,6 +3,8 @@
     python benchmarks/profile_phases.py                      # ppo.py, CartPole-v1, 100k steps
     python benchmarks/profile_phases.py --script ppo_continuous_action --env-id Pendulum-v1 \
         --total-timesteps 50000
+    python benchmarks/profile_phases.py --script ppo_godot --env-path godot/chase/chase_discrete.x86_64 \
+        --n-parallel 2 --total-timesteps 300000
 
 It imports the script and runs its train() in this process, with a timer wrapped around each
 function a phase consists of: the vector env's step(), Agent.get_action (rollout sampling),
@@ -169,12 +171,12 @@ def table(script, argv, args, profile, total):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--script", default="ppo", choices=["ppo", "ppo_continuous_action"])
+    p.add_argument("--script", default="ppo", choices=["ppo", "ppo_continuous_action", "ppo_godot"])
     p.add_argument("--out", default=None, help="name of the table in benchmarks/results/")
     known, rest = p.parse_known_args()
     argv = rest or ["--total-timesteps", "100000"]
     args, profile, total = run(known.script, argv + ["--exp-name", "profile"])
-    env_id = args.env_id
+    env_id = args.env_id  # ppo_godot.py: the game's file name
     write_table(known.out or f"profile_{known.script}_{env_id}", table(known.script, argv, args, profile, total))
 
 
