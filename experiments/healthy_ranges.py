@@ -25,7 +25,7 @@ SCRIPTS = {
     "ppo_continuous_action.py": (["--env-id", "HalfCheetah-v4"], 3e-4, 200_000, 50_000, 3, None),
     # the two game processes of a run use both cores, and its ports: one run at a time
     "ppo_godot.py": (["--env-path", str(REPO / "godot" / "chase" / "chase_discrete.x86_64"), "--n-parallel", "2"],
-                     2.5e-4, 300_000, 100_000, 5, 1),
+                     1e-3, 300_000, 100_000, 5, 1),
 }
 MARKERS = ("<!-- healthy ranges: python experiments/healthy_ranges.py -->", "<!-- end of healthy ranges -->")
 
