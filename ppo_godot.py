@@ -160,6 +160,8 @@ def parse_args(argv=None):
     if args.env_path is not None and not (os.path.isfile(args.env_path) and os.access(args.env_path, os.X_OK)):
         fail(f"--env-path {args.env_path!r} is not an executable file (an exported game, or chmod +x it)")
     args.env_id = os.path.basename(args.env_path).split(".")[0] if args.env_path else "godot-editor"
+    if args.env_path:  # the game runs from wherever the run continues (--resume)
+        args.env_path = os.path.abspath(args.env_path)
     if args.resume:
         args = resumed_args(args, sys.argv[1:] if argv is None else argv)
     return args
