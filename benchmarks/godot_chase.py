@@ -130,7 +130,7 @@ def main():
     write_table(name, lines)
     game = ("plugin-like: mixed actions, reset on the spot" if args.kind == "plugin" else f"{args.kind} actions")
     plot_returns(name, {"ppo_godot.py": [r["curve"] for r in runs]},
-                 f"Godot Chase game ({game}): ppo_godot.py, {N_PARALLEL} games x 16 agents {args.ppo_args}",
+                 f"Godot Chase game ({game})\nppo_godot.py, {N_PARALLEL} games x 16 agents {args.ppo_args}",
                  command, window=200,
                  lines=[(best, "scripted near-optimal"), (0.95 * best, "95% of it")])
 
