@@ -197,6 +197,9 @@ def set_batch_sizes(args, envs):
     args.num_envs = envs.num_envs
     args.obs_layout = list(zip(envs.obs_keys, envs.obs_sizes))
     args.action_heads = envs.action_heads
+    if args.onnx_export_path and onnx_name_clash(envs.obs_keys):  # found now, not after training
+        envs.close()
+        fail(onnx_name_clash(envs.obs_keys))
     args.batch_size = args.num_envs * args.num_steps
     if args.batch_size % args.num_minibatches != 0:
         envs.close()
@@ -743,6 +746,13 @@ def train(args):
                 resume["envs"] = get_env_state(envs)
         return save_checkpoint(model_path, args, agent, resume)
 
+    def export_or_say_why():
+        """The ONNX export on a run's way out (Ctrl-C, a game fault), which must not end in a traceback."""
+        try:
+            return export_onnx(agent, args.obs_layout, args.onnx_export_path)
+        except OSError as e:
+            return f"The ONNX export to {args.onnx_export_path} failed ({e.strerror or e})"
+
     # A resumed run hides the events its first life logged after the saved boundary
     writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
     if not args.resume:
@@ -931,7 +941,7 @@ def train(args):
     except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
         print(f"interrupted at global_step={global_step}. {save(exact=len(stop_requested) == 1)}")
         if args.onnx_export_path:
-            print(export_onnx(agent, args.obs_layout, args.onnx_export_path))
+            print(export_or_say_why())
         sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
     except EnvFault as e:  # caught before any update saw the bad values
         fail(f"{e}: a fault of the env, not of the learning. {save()}")
@@ -940,7 +950,7 @@ def train(args):
     except GameError as e:
         print(f"ppo_godot.py: error: {e}. {save()}", file=sys.stderr)
         if args.onnx_export_path:
-            print(export_onnx(agent, args.obs_layout, args.onnx_export_path))
+            print(export_or_say_why())
         sys.exit(1)
     except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
         try:
@@ -1009,7 +1019,7 @@ def load_checkpoint(path):
 class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
     it, plus state_ins; out come `output`, the actions in the game's declared order (a discrete
-    action's logits; a continuous action's mean, followed by its log std when the game mixes both
+    action's log probabilities; a continuous action's mean, followed by its log std when the game mixes both
     kinds, as the plugin's ONNX wrapper then expects), and state_outs (state_ins passed through:
     the plugin's slot for a recurrent state)."""
 
@@ -1031,13 +1041,20 @@ class OnnxPolicy(nn.Module):
         return torch.cat(output, dim=-1), state_ins
 
 
+def onnx_name_clash(obs_keys):
+    """Why these observation keys cannot be ONNX input names, or None."""
+    clashes = sorted(set(obs_keys) & {"state_ins", "output", "state_outs"})
+    if clashes:
+        return (f"the observation key {clashes[0]!r} has the name of an input or output the plugin gives "
+                f"the ONNX model itself: rename it in the game's get_obs()")
+    return None
+
+
 def export_onnx(agent, obs_layout, path):
     """Writes the policy for the plugin; ignores Ctrl-C and kill until the file is whole."""
     obs_keys = [key for key, _ in obs_layout]
-    clashes = set(obs_keys) & {"state_ins", "output", "state_outs"}
-    if clashes:
-        fail(f"the observation key {sorted(clashes)[0]!r} has the name of an input or output the plugin "
-             f"gives the ONNX model itself: rename it in the game's get_obs()")
+    if onnx_name_clash(obs_keys):
+        fail(onnx_name_clash(obs_keys))
     names = obs_keys + ["state_ins", "output", "state_outs"]
     example = tuple(torch.zeros(1, size) for _, size in obs_layout) + (torch.zeros(1),)
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}

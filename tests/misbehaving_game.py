@@ -8,7 +8,8 @@ exit-after-request (connects, reads the handshake and the env_info request, exit
 unlike-agents (sends the spaces of two agents that observe differently, then waits); reset
 (connects, then resets the connection: an abrupt exit, code 1); unknown-action-type (declares an
 action of a type godot-rl does not know); undeclared-obs-key (observes a key its spaces do not
-declare); done-every-step (two agents whose every action ends an episode, reset on the spot like
+declare); obs-key-state-ins (observes a key named like an input the plugin gives an ONNX model
+itself); done-every-step (two agents whose every action ends an episode, reset on the spot like
 the official plugin: reward 1, info {}, the observation already the next episode's)."""
 import json
 import random
@@ -35,12 +36,13 @@ def read_requests():
         receive()
 
 
-def play(obs_key, n_agents=2):
-    """Sends the spaces of n_agents that observe [obs_key] (two floats) and have one discrete
-    action, then answers reset and action messages until close: every action ends an episode."""
+def play(obs_key, declared_key="obs", n_agents=2):
+    """Sends the spaces of n_agents that declare an observation [declared_key] and one discrete
+    action, then answers reset and action messages until close, observing [obs_key] (two floats):
+    every action ends an episode."""
     read_requests()
     send({"type": "env_info", "n_agents": n_agents, "agent_policy_names": ["shared"] * n_agents,
-          "observation_space": {"obs": {"space": "box", "size": [2]}},
+          "observation_space": {declared_key: {"space": "box", "size": [2]}},
           "action_space": {"move": {"action_type": "discrete", "size": 2}}})
     while (message := receive())["type"] != "close":
         obs = [{obs_key: [random.uniform(-1, 1), random.uniform(-1, 1)]} for _ in range(n_agents)]
@@ -79,6 +81,8 @@ elif behaviour == "unknown-action-type":
     time.sleep(600)
 elif behaviour == "undeclared-obs-key":
     play(obs_key="position")
+elif behaviour == "obs-key-state-ins":
+    play(obs_key="state_ins", declared_key="state_ins")
 elif behaviour == "done-every-step":
     play(obs_key="obs")
 elif behaviour == "reset":

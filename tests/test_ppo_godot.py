@@ -243,6 +243,14 @@ def test_continuous_actions_are_clipped_when_sent():
     assert sent == {"move": [1.0, pytest.approx(-0.3)], "jump": 1}
 
 
+def test_an_observation_key_the_onnx_export_cannot_name_ends_the_run_before_training(port, tmp_path):
+    proc = run_script("ppo_godot.py", "--env-path", misbehaving_game(tmp_path, "obs-key-state-ins"),
+                      "--port", str(port), "--onnx-export-path", "model.onnx", cwd=tmp_path, check=False, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "the observation key 'state_ins' has the name of an input" in proc.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "runs").exists() and not game_pids(port)
+
+
 def test_a_game_that_ends_an_episode_every_step_trains_on_every_step(port, tmp_path):
     """Reset on the spot (the plugin's way): each step is a real transition, though each ends an
     episode. Dropping the step after each episode end, as for a game that resets on the next step,
