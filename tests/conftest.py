@@ -14,6 +14,7 @@ sys.path.insert(0, str(REPO))
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
@@ -253,3 +254,24 @@ def plugin_inference(session, obs, action_space):
             actions[key] = [min(max(v, -1.0), 1.0) for v in output[index:index + size]]
             index += size if means_only else 2 * size
     return actions
+
+
+def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=200, obs_range=1.0):
+    """On random observations, the action the plugin's inference (plugin_inference) takes from the
+    ONNX model is the torch policy's deterministic action as ppo_godot.py sends it. obs_space
+    {key: size} and action_space {name: (kind, size)} are the game's, in its order."""
+    heads = [(name, kind, size) for name, (kind, size) in action_space.items()]
+    declared = {name: {"action_type": kind, "size": size} for name, (kind, size) in action_space.items()}
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        obs = {key: rng.uniform(-obs_range, obs_range, size).astype(np.float32).tolist() for key, size in obs_space.items()}
+        x = torch.tensor([sum((obs[key] for key in sorted(obs)), [])])
+        with torch.no_grad():
+            expected = ppo_godot.to_game_action(agent.get_greedy_action(x)[0].numpy(), heads)
+        played = plugin_inference(session, obs, declared)
+        assert list(played) == list(expected)
+        for name, (kind, _) in action_space.items():
+            if kind == "discrete":
+                assert played[name] == expected[name], (name, obs)
+            else:
+                np.testing.assert_allclose(played[name], expected[name], rtol=1e-5, atol=1e-5)

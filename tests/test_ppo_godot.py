@@ -18,13 +18,13 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import REPO, as_from_a_terminal, plugin_inference, read_scalars, run_dirs, run_script
+from conftest import REPO, as_from_a_terminal, assert_plugin_plays_like_torch, read_scalars, run_dirs, run_script
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
         for kind in ("discrete", "multidiscrete", "continuous", "plugin")}
 # What the plugin-like Chase game (main.gd, --action_type=plugin) declares, in its order
 PLUGIN_OBS = {"to_target": 2, "position": 2}
-PLUGIN_ACTIONS = {"sprint": {"action_type": "discrete", "size": 2}, "direction": {"action_type": "continuous", "size": 2}}
+PLUGIN_ACTIONS = {"sprint": ("discrete", 2), "direction": ("continuous", 2)}
 
 if shutil.which("godot3-server") is None:
     if os.environ.get("CI"):
@@ -122,15 +122,7 @@ def test_the_plugin_plays_the_onnx_export_of_a_plugin_like_game_as_torch_does(po
     agent = ppo_godot.Agent(4, saved["args"]["action_heads"])
     agent.load_state_dict(saved["model"])
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    for _ in range(100):
-        obs = {key: rng.uniform(-1.5, 1.5, size).tolist() for key, size in PLUGIN_OBS.items()}
-        with torch.no_grad():  # training concatenates the keys in sorted order
-            greedy = agent.get_greedy_action(torch.tensor([obs["position"] + obs["to_target"]]))[0]
-        expected = ppo_godot.to_game_action(greedy.numpy(), saved["args"]["action_heads"])
-        played = plugin_inference(session, obs, PLUGIN_ACTIONS)
-        assert played["sprint"] == expected["sprint"]
-        np.testing.assert_allclose(played["direction"], expected["direction"], rtol=1e-5, atol=1e-5)
+    assert_plugin_plays_like_torch(agent, session, PLUGIN_OBS, PLUGIN_ACTIONS, n=100, obs_range=1.5)
 
 
 @pytest.mark.parametrize("fault", ["kill", "freeze"])

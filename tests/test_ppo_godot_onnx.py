@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import GODOT, fake_game, plugin_inference, run_script
+from conftest import GODOT, assert_plugin_plays_like_torch, fake_game, run_script
 
 LAYOUTS = {  # the game's declared observation and action spaces, as its env_info sends them
     "one discrete action": ({"obs": 4}, {"move": ("discrete", 5)}),
@@ -27,25 +27,6 @@ def exported(agent, obs_space, path):
     return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
-def assert_plays_like_torch(agent, session, obs_space, action_space, n=200):
-    """The plugin's action from the ONNX model is the torch policy's deterministic action, as sent."""
-    heads = [(name, kind, size) for name, (kind, size) in action_space.items()]
-    declared = {name: {"action_type": kind, "size": size} for name, (kind, size) in action_space.items()}
-    rng = np.random.default_rng(0)
-    for _ in range(n):
-        obs = {key: rng.uniform(-1, 1, size).astype(np.float32).tolist() for key, size in obs_space.items()}
-        x = torch.tensor([sum((obs[key] for key in sorted(obs)), [])])
-        with torch.no_grad():
-            expected = ppo_godot.to_game_action(agent.get_greedy_action(x)[0].numpy(), heads)
-        played = plugin_inference(session, obs, declared)
-        assert list(played) == list(expected)
-        for name, (kind, _) in action_space.items():
-            if kind == "discrete":
-                assert played[name] == expected[name], (name, obs)
-            else:
-                np.testing.assert_allclose(played[name], expected[name], rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_the_plugin_plays_the_exported_policy_as_torch_does(layout, tmp_path):
     obs_space, action_space = LAYOUTS[layout]
@@ -57,7 +38,7 @@ def test_the_plugin_plays_the_exported_policy_as_torch_does(layout, tmp_path):
     session = exported(agent, obs_space, tmp_path / "policy.onnx")
     assert {i.name for i in session.get_inputs()} == set(obs_space) | {"state_ins"}
     assert [o.name for o in session.get_outputs()] == ["output", "state_outs"]
-    assert_plays_like_torch(agent, session, obs_space, action_space)
+    assert_plugin_plays_like_torch(agent, session, obs_space, action_space)
 
 
 def test_an_observation_key_named_like_a_plugin_input_is_refused(tmp_path):
@@ -78,4 +59,4 @@ def test_export_checkpoint_needs_no_game(monkeypatch, tmp_path):
     agent = ppo_godot.Agent(4, [("move", "discrete", 2)])
     agent.load_state_dict(torch.load(checkpoint)["model"])
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    assert_plays_like_torch(agent, session, {"obs": 4}, {"move": ("discrete", 2)})
+    assert_plugin_plays_like_torch(agent, session, {"obs": 4}, {"move": ("discrete", 2)})
