@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch

@@ -1,7 +1,6 @@
 """ppo_godot.py's ONNX export against the plugin's own inference (conftest.plugin_inference), for
 every action layout the plugin reads and for observations in several keys, declared in an order
 that is not alphabetical; and --export-checkpoint, which exports a saved model with no game."""
-import numpy as np
 import onnxruntime
 import pytest
 import torch
