@@ -518,12 +518,12 @@ def make_envs(args, run_name):
 def get_env_state(envs, with_sub_envs=True):
     """The reward statistics, for --resume. A running game's state cannot be saved: a resumed run
     starts new episodes."""
-    return {"return_rms": copy.deepcopy(envs.return_rms)} if hasattr(envs, "return_rms") else None
+    return {"return_rms": copy.deepcopy(envs.return_rms)}
 
 
 def set_env_state(envs, state):
     """Put the reward statistics back; False: the episodes under way were not saved."""
-    if state is not None and hasattr(envs, "return_rms"):
+    if state is not None:  # None: a checkpoint from before the statistics were saved
         envs.return_rms = state["return_rms"]
     return False
 
@@ -1019,9 +1019,9 @@ def load_checkpoint(path):
 class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
     it, plus state_ins; out come `output`, the actions in the game's declared order (a discrete
-    action's log probabilities; a continuous action's mean, followed by its log std when the game mixes both
-    kinds, as the plugin's ONNX wrapper then expects), and state_outs (state_ins passed through:
-    the plugin's slot for a recurrent state)."""
+    action's log probabilities; a continuous action's mean, followed by its log std when the game
+    mixes both kinds, as the plugin's ONNX wrapper then expects), and state_outs (state_ins passed
+    through: the plugin's slot for a recurrent state)."""
 
     def __init__(self, agent):
         super().__init__()

@@ -85,6 +85,7 @@ class FakeGame(gym.vector.VectorWrapper):
 
     obs_keys, obs_sizes = ["obs"], [4]
     action_heads = [("move", "discrete", 2)]
+    return_rms = None  # no reward statistics: CartPole's rewards reach the update as they are
 
     def reset(self, **kwargs):
         self.autoreset = np.zeros(self.num_envs, dtype=bool)
@@ -264,7 +265,8 @@ def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=20
     declared = {name: {"action_type": kind, "size": size} for name, (kind, size) in action_space.items()}
     rng = np.random.default_rng(0)
     for _ in range(n):
-        obs = {key: rng.uniform(-obs_range, obs_range, size).astype(np.float32).tolist() for key, size in obs_space.items()}
+        obs = {key: rng.uniform(-obs_range, obs_range, size).astype(np.float32).tolist()
+               for key, size in obs_space.items()}
         x = torch.tensor([sum((obs[key] for key in sorted(obs)), [])])
         with torch.no_grad():
             expected = ppo_godot.to_game_action(agent.get_greedy_action(x)[0].numpy(), heads)
