@@ -10,6 +10,10 @@ extends Node
 # as info.truncated). Like gymnasium 1.0, a finished agent sends its final observation with done,
 # then is reset by the next action message, which it ignores (reward 0, info.autoreset).
 #
+# --autoreset_mode=same_step resets a finished agent at once instead, as gymnasium 1.0's SAME_STEP
+# mode does: the step message carries the next episode's first observation in obs and the final one
+# in info.final_obs (for trainers that reset one agent at a time, like RLlib's vector env).
+#
 # --action_type=plugin plays like a game made with the official Godot RL Agents plugin (Godot 4,
 # addons/godot_rl_agents/sync.gd and its AIController): spaces sent per agent, two observation keys
 # and a discrete and a continuous action, each declared out of alphabetical order; info is {}; a
@@ -17,7 +21,8 @@ extends Node
 # spot, so the observation sent with done is the next episode's first; done is cleared once sent.
 #
 # Command line (from GodotEnv): --port=N --env_seed=N --speedup=N --action_repeat=N, and
-# --action_type=discrete|multidiscrete|continuous|plugin --n_agents=N from the launchers.
+# --action_type=discrete|multidiscrete|continuous|plugin --n_agents=N from the launchers, and
+# --autoreset_mode=next_step|same_step (discrete, multidiscrete and continuous only).
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -33,6 +38,7 @@ var port = 11008
 var n_agents = 16
 var action_type = "discrete"
 var plugin = false  # --action_type=plugin
+var same_step = false  # --autoreset_mode=same_step
 var action_repeat = 1
 var tick_in_action = 0
 var waiting_for_reply = false
@@ -60,6 +66,7 @@ func _ready():
 	n_agents = int(args.get("n_agents", "16"))
 	action_type = args.get("action_type", "discrete")
 	plugin = action_type == "plugin"
+	same_step = args.get("autoreset_mode", "next_step") == "same_step" and not plugin
 	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
 	for i in range(n_agents):
 		positions.append(Vector2())
@@ -100,7 +107,7 @@ func _physics_process(_delta):
 	if tick_in_action == 0:
 		if waiting_for_reply:
 			end_action()
-			send({"type": "step", "obs": observations(), "reward": rewards, "done": dones, "info": infos()})
+			send(step_message())
 			waiting_for_reply = false
 			if plugin:  # sync.gd clears an agent's done once it has sent it
 				for i in range(n_agents):
@@ -242,14 +249,29 @@ func end_action():
 			truncated[i] = not plugin
 
 
+func step_message():
+	var message = {"type": "step", "obs": observations(), "reward": rewards, "done": dones.duplicate(),
+		"info": infos()}
+	if same_step:  # reset a finished agent now; its final observation goes in info.final_obs
+		for i in range(n_agents):
+			if dones[i]:
+				message["info"][i]["final_obs"] = message["obs"][i]
+				reset_agent(i)
+				message["obs"][i] = observation(i)
+	return message
+
+
+func observation(i):
+	var to_target = targets[i] - positions[i]
+	if plugin:
+		return {"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]}
+	return {"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]}
+
+
 func observations():
 	var out = []
 	for i in range(n_agents):
-		var to_target = targets[i] - positions[i]
-		if plugin:
-			out.append({"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]})
-		else:
-			out.append({"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]})
+		out.append(observation(i))
 	return out
 
 
