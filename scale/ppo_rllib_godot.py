@@ -28,6 +28,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 try:
     import ray
+    from godot_rl.core.godot_env import GodotEnv
     from godot_rl.wrappers.ray_wrapper import RayVectorGodotEnv
     from ray import tune
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -39,9 +40,16 @@ except ImportError as e:
 # ================================================================================================
 # 1. Arguments (ppo_godot.py's names and defaults, where RLlib has the same setting)
 # ================================================================================================
+def fail(message):
+    """Bad input: one line on stderr and argparse's exit code 2, no usage text."""
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.error = fail
     p.add_argument("--exp-name", default="ppo_rllib_godot", help="the name of this experiment")
     p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
     p.add_argument("--seed", type=int, default=1, help="seed of RLlib; env runner i seeds its game with seed + i")
@@ -68,12 +76,12 @@ def parse_args(argv=None):
                    help="fixed physics frames per game second (Godot's --fixed-fps): the game runs as "
                         "fast as training allows instead of in real time; 0 = real time")
     p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action")
+    p.add_argument("--connect-timeout", type=float, default=60, help="seconds to wait for each game")
     # The Ray cluster
     p.add_argument("--address", default=None,
                    help="a running Ray cluster (auto, or HEAD_IP:6379); default: start a local one")
     p.add_argument("--num-cpus", type=int, default=None,
-                   help="CPUs the local Ray cluster may use (default: all); one per env runner and "
-                        "one for the driver")
+                   help="CPUs the local Ray cluster may use (default: all), one per env runner")
     args = p.parse_args(argv)
     if not os.path.isfile(args.env_path):
         p.error(f"--env-path {args.env_path}: no such file")
@@ -83,6 +91,10 @@ def parse_args(argv=None):
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.train_batch_size % args.num_minibatches:
         p.error("--train-batch-size must be a multiple of --num-minibatches")
+    cpus = args.num_cpus or os.cpu_count()
+    if not args.address and args.num_env_runners > cpus:  # Ray would wait for CPUs forever
+        p.error(f"--num-env-runners {args.num_env_runners} needs as many CPUs; the local Ray cluster has "
+                f"{cpus} (a higher --num-cpus shares the cores)")
     if args.resume and not os.path.isdir(args.resume):
         p.error(f"--resume {args.resume}: no such checkpoint folder")
     args.env_path = os.path.abspath(args.env_path)  # env runners may start in another folder
@@ -103,9 +115,10 @@ class GodotRayEnv(RayVectorGodotEnv):
     that belongs to no episode: refused.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, connect_timeout=60, **kwargs):
+        GodotEnv.DEFAULT_TIMEOUT = connect_timeout  # how long GodotEnv waits for its game to connect
         try:
-            super().__init__(**kwargs)  # launches the game, waits up to 60 s for it to connect
+            super().__init__(**kwargs)  # launches the game and waits for it
         except Exception as e:  # end a game that started but never connected, and say which
             for pid in child_pids():
                 with contextlib.suppress(OSError):
@@ -174,9 +187,10 @@ def child_pids():
 
 def make_env(env_config):
     """Run in each env runner: launch its game on port base_port + worker_index."""
-    game = {key: value for key, value in env_config.items() if key not in ("base_port", "seed")}
+    game = {key: value for key, value in env_config.items() if key not in ("base_port", "seed", "connect_timeout")}
     return GodotRayEnv(config=game, port=env_config["base_port"] + env_config.worker_index,
-                       seed=env_config["seed"] + env_config.worker_index)
+                       seed=env_config["seed"] + env_config.worker_index,
+                       connect_timeout=env_config["connect_timeout"])
 
 
 # ================================================================================================
@@ -193,7 +207,7 @@ def build_algorithm(args):
             "env_path": args.env_path, "show_window": False, "speedup": args.speedup,
             "action_repeat": args.action_repeat, "framerate": args.framerate or None,
             "autoreset_mode": "same_step",  # see GodotRayEnv; other games ignore the flag
-            "base_port": args.port, "seed": args.seed})
+            "base_port": args.port, "seed": args.seed, "connect_timeout": args.connect_timeout})
         .env_runners(num_env_runners=args.num_env_runners, rollout_fragment_length=args.num_steps,
                      # on the old stack, this keeps the driver from launching a game that never plays
                      create_local_env_runner=False)
@@ -214,9 +228,12 @@ def build_algorithm(args):
 # ================================================================================================
 def log(writer, result, global_step, sps):
     runners = result["env_runners"]
-    if runners.get("num_episodes", 0) > 0:  # the mean over RLlib's last 100 episodes
-        writer.add_scalar("charts/episodic_return", runners["episode_return_mean"], global_step)
-        writer.add_scalar("charts/episodic_length", runners["episode_len_mean"], global_step)
+    new_episodes = runners["episodes_this_iter"]  # hist_stats: RLlib's last 100 episodes
+    returns = runners["hist_stats"]["episode_reward"][-new_episodes:] if new_episodes else []
+    lengths = runners["hist_stats"]["episode_lengths"][-new_episodes:] if new_episodes else []
+    for episodic_return, episodic_length in zip(returns, lengths):  # one point per episode
+        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+        writer.add_scalar("charts/episodic_length", episodic_length, global_step)
     stats = result["info"]["learner"]["default_policy"]["learner_stats"]
     writer.add_scalar("charts/SPS", sps, global_step)
     writer.add_scalar("charts/learning_rate", stats["cur_lr"], global_step)
@@ -225,8 +242,8 @@ def log(writer, result, global_step, sps):
     writer.add_scalar("losses/entropy", stats["entropy"], global_step)
     writer.add_scalar("losses/approx_kl", stats["kl"], global_step)
     writer.add_scalar("losses/explained_variance", stats["vf_explained_var"], global_step)
-    print(f"global_step={global_step}, episodic_return="
-          f"{runners.get('episode_return_mean', float('nan')):.2f}, SPS={sps}", flush=True)
+    print(f"global_step={global_step}, episodic_return={np.mean(returns) if returns else float('nan'):.2f}, "
+          f"SPS={sps}", flush=True)
 
 
 def stop_on_kill(signum, frame):

@@ -1,4 +1,5 @@
 import os
+import random
 import shutil
 import signal
 import socket
@@ -201,6 +202,22 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture
+def port():
+    """A port p with p, p+1 and p+2 free (--n-parallel 2 takes p and p+1; two RLlib env runners
+    take p+1 and p+2)."""
+    for _ in range(100):
+        p = random.randrange(20000, 60000)
+        try:
+            for candidate in (p, p + 1, p + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", candidate))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no three free ports in a row")
 
 
 @pytest.fixture

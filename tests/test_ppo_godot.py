@@ -4,7 +4,6 @@ Without the engine these tests skip, naming the install command; under CI (CI=tr
 .ci/run installs the engine, a missing engine fails them instead.
 """
 import os
-import random
 import shutil
 import signal
 import socket
@@ -29,21 +28,6 @@ if shutil.which("godot3-server") is None:
     if os.environ.get("CI"):
         pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
     pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server", allow_module_level=True)
-
-
-@pytest.fixture
-def port():
-    """A port p with p and p+1 free (for --n-parallel 2)."""
-    for _ in range(100):
-        p = random.randrange(20000, 60000)
-        try:
-            for candidate in (p, p + 1):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", candidate))
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
 
 
 def game_pids(port):

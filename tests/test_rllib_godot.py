@@ -1,0 +1,178 @@
+"""scale/ppo_rllib_godot.py: RLlib's PPO on the Chase game (the real engine), on a local Ray
+cluster on loopback.
+
+Without the engine, or without Ray (an optional install: requirements-scale.txt), these tests skip
+naming the install command; under CI (CI=true), whose .ci/run installs both, they fail instead.
+"""
+import importlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import CHASE, REPO, assert_one_line_error, needs_godot, read_scalars, run_dirs, run_script
+
+SCRIPT = "scale/ppo_rllib_godot.py"
+RAY_PROCESSES = r"raylet|gcs_server|ray::|default_worker\.py|ray/dashboard|ray/autoscaler|log_monitor\.py"
+
+
+@pytest.fixture(scope="module")
+def rllib_script():
+    """The script as a module, for GodotRayEnv."""
+    needs_godot()
+    try:
+        importlib.import_module("ray.rllib")
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("Ray is missing under CI: .ci/run must install requirements-scale.txt", pytrace=False)
+        pytest.skip("needs Ray RLlib: pip install -r requirements-scale.txt")
+    sys.path.insert(0, str(REPO / "scale"))
+    try:
+        return importlib.import_module("ppo_rllib_godot")
+    finally:
+        sys.path.remove(str(REPO / "scale"))
+
+
+def pids(pattern):
+    """Live processes (zombies left out) whose command line matches `pattern`, with their parents."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,stat=,args="], capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        pid, ppid, stat, args = line.split(None, 3)
+        if not stat.startswith("Z") and re.search(pattern, args) and int(pid) != os.getpid():
+            found[int(pid)] = int(ppid)
+    return found
+
+
+def game_pattern(port, count):
+    return r"godot3-server .*--port=(%s)( |$)" % "|".join(str(port + i) for i in range(1, count + 1))
+
+
+def wait_until_gone(pattern, seconds=30):
+    deadline = time.time() + seconds
+    while pids(pattern) and time.time() < deadline:
+        time.sleep(0.5)
+    return pids(pattern)
+
+
+@pytest.mark.parametrize("kind", ["discrete", "continuous"])
+def test_two_env_runners_each_launch_a_game_and_the_return_rises(rllib_script, kind, port, tmp_path):
+    ray_before = pids(RAY_PROCESSES)
+    games_seen, done = {}, threading.Event()
+
+    def watch_games():  # which game ran on which port, started by which process
+        while not done.is_set():
+            for pid, ppid in pids(game_pattern(port, 2)).items():
+                args = open(f"/proc/{pid}/cmdline").read() if os.path.exists(f"/proc/{pid}/cmdline") else ""
+                found = re.search(r"--port=(\d+)", args)
+                if found:
+                    games_seen[int(found.group(1))] = ppid
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch_games)
+    watcher.start()
+    try:
+        proc = run_script(SCRIPT, "--env-path", CHASE[kind], "--num-env-runners", "2", "--num-cpus", "2",
+                          "--port", str(port), "--total-timesteps", "30000", cwd=tmp_path, timeout=600)
+    finally:
+        done.set()
+        watcher.join()
+
+    # two games, on ports port+1 and port+2, each started by its own worker process, not the driver
+    assert sorted(games_seen) == [port + 1, port + 2], games_seen
+    assert len(set(games_seen.values())) == 2 and not set(games_seen.values()) & {os.getpid()}
+    # the return rises: the last 50 episodes against the first 50 (random play: about -1; the
+    # scripted policy: 10.4; 30k steps reach about 8)
+    returns = [value for _, value in read_scalars(run_dirs(tmp_path)[0])["charts/episodic_return"]]
+    assert len(returns) > 200
+    first, last = np.mean(returns[:50]), np.mean(returns[-50:])
+    assert last > first + 4, (first, last)
+    assert "model saved to" in proc.stdout and (run_dirs(tmp_path)[0] / "checkpoint").is_dir()
+    # nothing left: no game, no Ray worker or service of this run
+    assert not wait_until_gone(game_pattern(port, 2))
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
+def make_env(rllib_script, port, **game):
+    config = {"env_path": CHASE["discrete"], "show_window": False, "speedup": None, "action_repeat": None,
+              "framerate": 60, **game}
+    return rllib_script.GodotRayEnv(config=config, port=port, seed=3)
+
+
+def test_episode_ends_reach_rllib_as_it_expects(rllib_script, port):
+    """A time-out is truncated and a reached target terminated; the step returns the final
+    observation, and reset_at the next episode's first, from which the agent goes on."""
+    env = make_env(rllib_script, port, autoreset_mode="same_step")
+    try:
+        env.vector_reset()
+        stay = [(0,)] * env.num_envs
+        for step in range(100):  # standing still: every agent times out on the 100th action
+            obs, rewards, terminateds, truncateds, infos = env.vector_step(stay)
+            assert not any(terminateds) and all(truncateds) == (step == 99) and any(truncateds) == (step == 99)
+        for i in range(env.num_envs):
+            np.testing.assert_allclose(obs[i]["obs"], infos[i]["final_obs"]["obs"], atol=1e-6)
+            assert not np.allclose(env.reset_at(i)[0]["obs"], obs[i]["obs"])
+        first = [env.reset_at(i)[0]["obs"] for i in range(env.num_envs)]
+        obs, *_ = env.vector_step(stay)  # the new episodes go on from reset_at's observations
+        np.testing.assert_allclose([o["obs"] for o in obs], first, atol=1e-6)
+
+        reached = False
+        for _ in range(100):  # head for the target along its larger axis until one agent reaches it
+            to_target = np.array([o["obs"][2:4] for o in obs])
+            horizontal = np.abs(to_target[:, 0]) > np.abs(to_target[:, 1])
+            move = np.where(horizontal, np.where(to_target[:, 0] < 0, 3, 4), np.where(to_target[:, 1] < 0, 1, 2))
+            obs, rewards, terminateds, truncateds, infos = env.vector_step([(int(m),) for m in move])
+            assert not any(truncateds)
+            for i in np.flatnonzero(terminateds):
+                reached = True
+                assert np.linalg.norm(obs[i]["obs"][2:4]) < 0.1  # the final observation: at the target
+                assert np.linalg.norm(env.reset_at(i)[0]["obs"][2:4]) >= 0.2  # a new episode's start
+                assert rewards[i] > 0.9  # the reach bonus
+            obs = [env.reset_at(i)[0] if terminateds[i] else obs[i] for i in range(env.num_envs)]
+            if reached:
+                break
+        assert reached
+    finally:
+        env.close()
+    assert env._env.proc.poll() is not None  # close() waits for the game to quit
+
+
+def test_a_game_that_resets_on_the_step_after_is_refused(rllib_script, port):
+    env = make_env(rllib_script, port)  # Chase's default: reset on the step after the end
+    try:
+        env.vector_reset()
+        stay = [(0,)] * env.num_envs
+        for _ in range(100):
+            env.vector_step(stay)
+        with pytest.raises(RuntimeError, match="--autoreset_mode=same_step"):
+            env.vector_step(stay)
+    finally:
+        env.close()
+
+
+def test_bad_input_gets_one_line(rllib_script, tmp_path):
+    proc = run_script(SCRIPT, "--env-path", str(tmp_path / "missing.x86_64"), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "no such file")
+    proc = run_script(SCRIPT, "--env-path", CHASE["discrete"], "--num-env-runners", "3", "--num-cpus", "2",
+                      cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "needs as many CPUs")
+
+
+def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_path, port):
+    game = tmp_path / "silent.x86_64"
+    game.write_text("#!/bin/sh\nsleep 600\n")  # starts, never connects
+    game.chmod(0o755)
+    ray_before = pids(RAY_PROCESSES)
+    proc = run_script(SCRIPT, "--env-path", str(game), "--num-env-runners", "1", "--num-cpus", "1",
+                      "--port", str(port), "--connect-timeout", "3", cwd=tmp_path, check=False, timeout=300)
+    ray_log = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+\s+(INFO|WARNING) ")  # Ray's start-up lines
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not ray_log.match(line)]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines == [f"error: the game on port {port + 1} did not connect: timed out"], proc.stderr
+    assert not wait_until_gone(rf"sleep 600|{game}")
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
