@@ -7,6 +7,7 @@ Each pair trains on the same number of games with the same batch (1024 agent-ste
 same PPO settings; ppo_godot.py keeps its reward normalisation (RLlib has none). Speed: the run's
 charts/SPS at its end (agent-steps per second over the training loop, updates included; Ray's and
 the games' start-up left out). Return: the mean of the last 100 episodes. Runs one at a time.
+For RLlib, also where its time goes, from its own timers.
 Writes benchmarks/results/rllib_chase.md and benchmarks/figures/rllib_chase.png.
 """
 import argparse
@@ -48,8 +49,10 @@ def train(command, seed, args):
                        cwd=workdir, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         acc = read_run(next(Path(workdir).glob("runs/*")))
     steps, returns = episode_curve(acc)
+    timings = {tag.split("/")[1]: acc.Scalars(tag)[-1].value for tag in acc.Tags()["scalars"]
+               if tag.startswith("rllib/")}
     return dict(sps=acc.Scalars("charts/SPS")[-1].value, final=float(returns[-100:].mean()),
-                minutes=(time.time() - start) / 60, curve=(steps, returns))
+                minutes=(time.time() - start) / 60, curve=(steps, returns), timings=timings)
 
 
 def main():
@@ -80,6 +83,17 @@ def main():
         lines.append(f"| {label} | {games} x 16 | {np.median([r['sps'] for r in seeds]):,.0f} | {final.mean():.2f} "
                      f"| {final.min():.2f} to {final.max():.2f} | {final.mean() / SCRIPTED_RETURN:.0%} "
                      f"| {np.median([r['minutes'] for r in seeds]):.1f} |")
+    lines += ["", "Where RLlib's time goes (RLlib's own timers at the end of each run, medians over seeds): "
+              "milliseconds per step of one env runner (one step of its game's 16 agents), and per "
+              "training iteration.", "",
+              "| trainer | the game (env_wait) | RLlib: observations in | RLlib: inference | RLlib: actions out "
+              "| sampling, per iteration | update, per iteration |", "|---|---|---|---|---|---|---|"]
+    for label, seeds in runs.items():
+        if seeds[0]["timings"]:
+            ms = {name: np.median([r["timings"][name] for r in seeds]) for name in seeds[0]["timings"]}
+            lines.append(f"| {label} | {ms['env_wait_ms']:.2f} | {ms['raw_obs_processing_ms']:.2f} "
+                         f"| {ms['inference_ms']:.2f} | {ms['action_processing_ms']:.2f} "
+                         f"| {ms['sample_time_ms']:.0f} | {ms['learn_time_ms']:.0f} |")
     write_table("rllib_chase", lines)
     plot_returns("rllib_chase", {label: [r["curve"] for r in seeds] for label, seeds in runs.items()},
                  "Godot Chase game (discrete actions): ppo_godot.py and RLlib's PPO", command,

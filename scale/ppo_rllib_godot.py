@@ -242,6 +242,12 @@ def log(writer, result, global_step, sps):
     writer.add_scalar("losses/entropy", stats["entropy"], global_step)
     writer.add_scalar("losses/approx_kl", stats["kl"], global_step)
     writer.add_scalar("losses/explained_variance", stats["vf_explained_var"], global_step)
+    # where the time goes, in ms: per step of an env runner (all its game's agents; env_wait is the
+    # game, the rest RLlib's bookkeeping), and per iteration
+    for name in ("env_wait_ms", "raw_obs_processing_ms", "inference_ms", "action_processing_ms"):
+        writer.add_scalar(f"rllib/{name}", runners["sampler_perf"][f"mean_{name}"], global_step)
+    for name in ("sample_time_ms", "learn_time_ms"):
+        writer.add_scalar(f"rllib/{name}", result["timers"][name], global_step)
     print(f"global_step={global_step}, episodic_return={np.mean(returns) if returns else float('nan'):.2f}, "
           f"SPS={sps}", flush=True)
 

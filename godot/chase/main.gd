@@ -12,7 +12,8 @@ extends Node
 #
 # --autoreset_mode=same_step resets a finished agent at once instead, as gymnasium 1.0's SAME_STEP
 # mode does: the step message carries the next episode's first observation in obs and the final one
-# in info.final_obs (for trainers that reset one agent at a time, like RLlib's vector env).
+# in info.final_obs (for trainers that reset one agent at a time, like RLlib's vector env); info
+# has no autoreset key then, so ppo_godot.py reads such a game like a plugin one (ends terminal).
 #
 # --action_type=plugin plays like a game made with the official Godot RL Agents plugin (Godot 4,
 # addons/godot_rl_agents/sync.gd and its AIController): spaces sent per agent, two observation keys
@@ -280,6 +281,8 @@ func infos():
 	for i in range(n_agents):
 		if plugin:
 			out.append({})
+		elif same_step:  # no autoreset key: no step only resets an agent
+			out.append({"truncated": truncated[i]})
 		else:
 			out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
 	return out
