@@ -163,7 +163,8 @@ class GodotRayEnv(RayVectorGodotEnv):
         return [self]
 
     def close(self):  # godot-rl's close() asks the game to quit; wait until it has
-        self._env.close()
+        with contextlib.suppress(OSError):  # a game that died already cannot be asked
+            self._env.close()
         if self._env.proc is not None:
             try:
                 self._env.proc.wait(timeout=10)
@@ -187,7 +188,8 @@ def child_pids():
 
 def make_env(env_config):
     """Run in each env runner: launch its game on port base_port + worker_index."""
-    game = {key: value for key, value in env_config.items() if key not in ("base_port", "seed", "connect_timeout")}
+    game = {key: value for key, value in env_config.items()
+            if key not in ("base_port", "seed", "connect_timeout")}  # the rest goes to GodotEnv
     return GodotRayEnv(config=game, port=env_config["base_port"] + env_config.worker_index,
                        seed=env_config["seed"] + env_config.worker_index,
                        connect_timeout=env_config["connect_timeout"])
@@ -245,9 +247,11 @@ def log(writer, result, global_step, sps):
     # where the time goes, in ms: per step of an env runner (all its game's agents; env_wait is the
     # game, the rest RLlib's bookkeeping), and per iteration
     for name in ("env_wait_ms", "raw_obs_processing_ms", "inference_ms", "action_processing_ms"):
-        writer.add_scalar(f"rllib/{name}", runners["sampler_perf"][f"mean_{name}"], global_step)
+        if f"mean_{name}" in runners["sampler_perf"]:  # empty while no rollout has been timed
+            writer.add_scalar(f"rllib/{name}", runners["sampler_perf"][f"mean_{name}"], global_step)
     for name in ("sample_time_ms", "learn_time_ms"):
-        writer.add_scalar(f"rllib/{name}", result["timers"][name], global_step)
+        if name in result["timers"]:
+            writer.add_scalar(f"rllib/{name}", result["timers"][name], global_step)
     print(f"global_step={global_step}, episodic_return={np.mean(returns) if returns else float('nan'):.2f}, "
           f"SPS={sps}", flush=True)
 
