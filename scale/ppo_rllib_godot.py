@@ -218,6 +218,7 @@ def build_algorithm(args):
                   minibatch_size=args.train_batch_size // args.num_minibatches,
                   clip_param=args.clip_coef, entropy_coeff=args.ent_coef,
                   vf_loss_coeff=args.vf_coef, grad_clip=args.max_grad_norm,
+                  kl_coeff=0.0,  # RLlib adds an adaptive KL penalty to L^CLIP by default; PPO-clip has none
                   model={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})  # ppo_godot's Agent
         .fault_tolerance(restart_failed_env_runners=False)  # a game that fails ends the run
         .debugging(seed=args.seed)
