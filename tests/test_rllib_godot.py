@@ -17,6 +17,9 @@ import pytest
 
 from conftest import CHASE, REPO, assert_one_line_error, needs_godot, read_scalars, run_dirs, run_script
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+import godot_chase  # noqa: E402
+
 SCRIPT = "scale/ppo_rllib_godot.py"
 RAY_PROCESSES = r"raylet|gcs_server|ray::|default_worker\.py|ray/dashboard|ray/autoscaler|log_monitor\.py"
 
@@ -122,11 +125,9 @@ def test_episode_ends_reach_rllib_as_it_expects(rllib_script, port):
         np.testing.assert_allclose([o["obs"] for o in obs], first, atol=1e-6)
 
         reached = False
-        for _ in range(100):  # head for the target along its larger axis until one agent reaches it
-            to_target = np.array([o["obs"][2:4] for o in obs])
-            horizontal = np.abs(to_target[:, 0]) > np.abs(to_target[:, 1])
-            move = np.where(horizontal, np.where(to_target[:, 0] < 0, 3, 4), np.where(to_target[:, 1] < 0, 1, 2))
-            obs, rewards, terminateds, truncateds, infos = env.vector_step([(int(m),) for m in move])
+        for _ in range(100):  # head for the target (the benchmark's scripted policy) until one reaches it
+            move = godot_chase.scripted_action(np.array([o["obs"] for o in obs]), "discrete")
+            obs, rewards, terminateds, truncateds, infos = env.vector_step([(int(m),) for m in move[:, 0]])
             assert not any(truncateds)
             for i in np.flatnonzero(terminateds):
                 reached = True
