@@ -42,18 +42,20 @@ def rllib_script():
 
 
 def pids(pattern):
-    """Live processes (zombies left out) whose command line matches `pattern`, with their parents."""
+    """{pid: (parent pid, command line)} of the live processes (zombies left out) whose command line
+    matches `pattern`."""
     out = subprocess.run(["ps", "-eo", "pid=,ppid=,stat=,args="], capture_output=True, text=True).stdout
     found = {}
     for line in out.splitlines():
         pid, ppid, stat, args = line.split(None, 3)
         if not stat.startswith("Z") and re.search(pattern, args) and int(pid) != os.getpid():
-            found[int(pid)] = int(ppid)
+            found[int(pid)] = (int(ppid), args)
     return found
 
 
 def game_pattern(port, count):
-    return r"godot3-server .*--port=(%s)( |$)" % "|".join(str(port + i) for i in range(1, count + 1))
+    """Games on port, port+1, ..., port+count (runner i's on port+i; one on port would be the driver's)."""
+    return r"godot3-server .*--port=(%s)( |$)" % "|".join(str(port + i) for i in range(count + 1))
 
 
 def wait_until_gone(pattern, seconds=30):
@@ -70,11 +72,9 @@ def test_two_env_runners_each_launch_a_game_and_the_return_rises(rllib_script, k
 
     def watch_games():  # which game ran on which port, started by which process
         while not done.is_set():
-            for pid, ppid in pids(game_pattern(port, 2)).items():
-                args = open(f"/proc/{pid}/cmdline").read() if os.path.exists(f"/proc/{pid}/cmdline") else ""
-                found = re.search(r"--port=(\d+)", args)
-                if found:
-                    games_seen[int(found.group(1))] = ppid
+            ray_workers = pids(r"^ray::")  # Ray names its actors' processes ray::<class>
+            for ppid, args in pids(game_pattern(port, 2)).values():
+                games_seen[int(re.search(r"--port=(\d+)", args).group(1))] = (ppid, ppid in ray_workers)
             time.sleep(0.5)
 
     watcher = threading.Thread(target=watch_games)
@@ -86,11 +86,12 @@ def test_two_env_runners_each_launch_a_game_and_the_return_rises(rllib_script, k
         done.set()
         watcher.join()
 
-    # two games, on ports port+1 and port+2, each started by its own worker process, not the driver
+    # two games, on ports port+1 and port+2, each started by a Ray worker of its own, not the driver
     assert sorted(games_seen) == [port + 1, port + 2], games_seen
-    assert len(set(games_seen.values())) == 2 and not set(games_seen.values()) & {os.getpid()}
+    parents = list(games_seen.values())
+    assert parents[0][0] != parents[1][0] and all(is_ray_worker for _, is_ray_worker in parents), parents
     # the return rises: the last 50 episodes against the first 50 (random play: about -1; the
-    # scripted policy: 10.4; 30k steps reach about 8)
+    # scripted policy: 10.27; measured: from about 1.5 to about 10)
     returns = [value for _, value in read_scalars(run_dirs(tmp_path)[0])["charts/episodic_return"]]
     assert len(returns) > 200
     first, last = np.mean(returns[:50]), np.mean(returns[-50:])
