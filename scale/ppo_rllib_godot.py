@@ -269,7 +269,6 @@ def main(argv=None):
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n"
                     + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
 
-    signal.signal(signal.SIGTERM, stop_on_kill)  # a kill saves the model, like Ctrl-C
     logging.getLogger("ray.rllib.utils.actor_manager").setLevel(logging.CRITICAL)  # we say the cause
     algo, exit_code = None, 0
     try:
@@ -278,6 +277,8 @@ def main(argv=None):
         else:  # a local cluster, its services on loopback only
             ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False,
                      _node_ip_address="127.0.0.1")
+        # a kill saves the model, like Ctrl-C; set after ray.init, whose own handler aborts the process
+        signal.signal(signal.SIGTERM, stop_on_kill)
         algo = build_algorithm(args)
         if args.resume:
             algo.restore(os.path.abspath(args.resume))

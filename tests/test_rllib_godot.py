@@ -7,6 +7,7 @@ naming the install command; under CI (CI=true), whose .ci/run installs both, the
 import importlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -15,7 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import CHASE, REPO, assert_one_line_error, needs_godot, read_scalars, run_dirs, run_script
+from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, needs_godot, read_scalars, run_dirs,
+                      run_script)
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import godot_chase  # noqa: E402
@@ -177,4 +179,28 @@ def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_p
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines == [f"error: the game on port {port + 1} did not connect: timed out"], proc.stderr
     assert not wait_until_gone(rf"sleep 600|{game}")
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
+@pytest.mark.parametrize("stop_signal, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_or_kill_saves_the_model_and_leaves_nothing(rllib_script, stop_signal, code, port, tmp_path):
+    """Ctrl-C (to the whole process group, as a terminal sends it) or a kill (to the driver)."""
+    ray_before = pids(RAY_PROCESSES)
+    proc = subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE["discrete"],
+                             "--num-env-runners", "2", "--num-cpus", "2", "--port", str(port)],
+                            cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=as_from_a_terminal)
+    for line in proc.stdout:  # stop after the second update
+        if line.startswith("global_step=4096"):
+            break
+    if stop_signal == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and "stopped: saving the model" in stderr
+    assert "model saved to" in stdout and (run_dirs(tmp_path)[0] / "checkpoint").is_dir()
+    assert read_scalars(run_dirs(tmp_path)[0])["charts/SPS"]  # the log was written and closed
+    assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
