@@ -4,15 +4,16 @@
     tensorboard --logdir runs                                 # watch charts/episodic_return climb
     python ppo_continuous_action.py --eval-checkpoint runs/<run>/ppo_continuous_action.pt
 
-Read it top to bottom: arguments, environment, network, GAE, then the training loop (storage,
-rollout, advantages, update, logging), then evaluation. Lines marked ALGO are the algorithm; the
-rest is plumbing. The diff against ppo.py is the lesson: the policy is a diagonal Gaussian, and
-the env stack clips actions and normalises observations and rewards (the observation statistics
-are saved with the model, since the policy only understands normalised observations).
+Read it top to bottom, down to the plumbing banner (section 9): arguments, environment, network,
+rollout, advantages, update, the training loop and evaluation, in the order a PPO lecture takes
+them. A comment marked ALGO gives the equation its line computes. Below the banner is what keeps a
+run safe (bad input, checkpoints, stop and resume, faults); nothing there changes what is learned.
+The diff against ppo.py is the lesson: the policy is a diagonal Gaussian, and the env stack clips
+actions and normalises observations and rewards (the observation statistics are saved with the
+model, since the policy only understands normalised observations).
 Two things differ from most PPO scripts written before gymnasium 1.0:
-  1. gymnasium 1.0 vector envs reset a finished sub-env on the *next* step() call. That step ignores
-     the action and returns the first observation of the new episode with reward 0: it is not a
-     transition, so its row is dropped before the update.
+  1. gymnasium 1.0 resets a finished sub-env on the *next* step(), which ignores the action and
+     returns the new episode's first observation with reward 0: no transition, so its row is dropped.
   2. An episode cut by a time limit (truncated) is not a terminal state: its advantage bootstraps
      from V(final observation). Only a real termination zeroes the future value.
 """
@@ -39,19 +40,6 @@ from torch.utils.tensorboard import SummaryWriter
 # ================================================================================================
 # 1. Arguments
 # ================================================================================================
-def str2bool(value):
-    if value.lower() in ("true", "yes", "1"):
-        return True
-    if value.lower() in ("false", "no", "0"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
-
-
-# A resumed run keeps its flags, but for these (a longer run: the learning rate's decay is then
-# spread over the new total)
-RESUME_FLAGS = ["--total-timesteps"]
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.error = fail  # a bad flag gets one line, not the whole usage text
@@ -61,24 +49,15 @@ def parse_args(argv=None):
                    help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
     p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
     p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    p.add_argument("--torch-deterministic", default=True, **flag,
-                   help="make cuDNN deterministic (GPU); CPU runs are deterministic anyway")
+    p.add_argument("--torch-deterministic", default=True, **flag, help="make cuDNN deterministic (CPUs always are)")
     p.add_argument("--cuda", default=False, **flag,
-                   help="run the networks on the GPU. Off by default: for these 64-unit networks one "
-                        "CPU core is faster (see benchmarks/README.md, Speed), since each tiny kernel costs "
-                        "more to launch than to run")
+                   help="run the networks on the GPU; off by default: for 64-unit networks one CPU core is "
+                        "faster, each tiny kernel costing more to launch than to run (benchmarks/README.md)")
     p.add_argument("--torch-threads", type=int, default=1,
-                   help="CPU threads for torch; for 64-unit nets a 2nd thread gains ~10%% and is "
-                        "several times slower when another process is busy (changes results)")
-    p.add_argument("--capture-video", default=False, **flag,
-                   help="save videos of env 0 to videos/{run_name} (needs a renderable env)")
-    p.add_argument("--save-model", default=False, **flag,
-                   help="save the full training state to {log_dir}/{run_name}/{exp_name}.pt at the end "
-                        "(an interrupted or crashed run always saves it)")
-    p.add_argument("--resume", default=None,
-                   help=f"continue the run saved in this checkpoint, with its flags and in its log "
-                        f"folder; only {', '.join(RESUME_FLAGS)} may be given again. It unpickles the "
-                        f"saved envs: resume your own checkpoints only")
+                   help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
+                        "beside a busy process (results change)")
+    p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
+    add_plumbing_flags(p, flag)  # --save-model, --resume: section 9
     # Algorithm
     p.add_argument("--env-id", default="HalfCheetah-v4", help="a gymnasium env id with Box actions")
     p.add_argument("--total-timesteps", type=int, default=1000000, help="env steps over all envs")
@@ -87,8 +66,7 @@ def parse_args(argv=None):
     p.add_argument("--num-steps", type=int, default=2048, help="steps per env per rollout")
     p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
-    p.add_argument("--gae-lambda", type=float, default=0.95,
-                   help="GAE lambda: 1 = Monte-Carlo advantages, 0 = one-step TD")
+    p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
     p.add_argument("--num-minibatches", type=int, default=32, help="minibatches per epoch")
     p.add_argument("--update-epochs", type=int, default=10, help="passes over each rollout")
     p.add_argument("--norm-adv", default=True, **flag, help="normalise advantages per minibatch")
@@ -98,75 +76,21 @@ def parse_args(argv=None):
     p.add_argument("--vf-coef", type=float, default=0.5, help="value loss weight")
     p.add_argument("--max-grad-norm", type=float, default=0.5, help="clip the global gradient norm")
     p.add_argument("--target-kl", type=float, default=None,
-                   help="stop this update's epochs once approx_kl exceeds it (e.g. 0.015); "
-                        "lower it if approx_kl spikes above 0.05")
+                   help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
     p.add_argument("--norm-obs", default=True, **flag,
                    help="normalise observations by a running mean/std, then clip to +-10")
     p.add_argument("--norm-reward", default=True, **flag,
-                   help="scale rewards by a running std of the discounted return, which restarts at "
-                        "every episode end (gymnasium's wrapper restarts it at terminations only), "
-                        "then clip to +-10")
+                   help="scale rewards by a running std of the discounted return (NormalizeReward), clip to +-10")
     p.add_argument("--bootstrap-truncation", default=True, **flag,
-                   help="bootstrap V(final obs) on time-limit ends; false = treat them as "
-                        "terminal, like CleanRL (for comparison)")
+                   help="bootstrap V(final obs) on time-limit ends; false: terminal, as in CleanRL")
     # Evaluation
-    p.add_argument("--eval-checkpoint", default=None,
-                   help="evaluate this saved model instead of training")
+    p.add_argument("--eval-checkpoint", default=None, help="evaluate this saved model instead of training")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes for --eval-checkpoint")
-    args = p.parse_args(argv)
-
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
-                 "torch_threads", "eval_episodes"):
-        if getattr(args, name) <= 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if args.cuda and not torch.cuda.is_available():
-        fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
-    args.batch_size = args.num_envs * args.num_steps
-    if args.batch_size % args.num_minibatches != 0:
-        fail(f"the batch (--num-envs x --num-steps = {args.batch_size}) does not divide into "
-             f"--num-minibatches {args.num_minibatches}")
-    args.minibatch_size = args.batch_size // args.num_minibatches
-    if args.minibatch_size < 2:  # advantages are normalised by their std, which one row lacks
-        fail(f"--num-minibatches {args.num_minibatches} splits the batch of {args.batch_size} rows into "
-             f"minibatches of 1 row; each needs at least 2")
-    args.num_iterations = max(1, args.total_timesteps // args.batch_size)
-    if args.resume:
-        args = resumed_args(args, sys.argv[1:] if argv is None else argv)
+    # section 9: a bad value ends the run here, in one line; --resume takes the saved run's flags
+    args = check_args(p.parse_args(argv), sys.argv[1:] if argv is None else argv)
+    args.batch_size = args.num_envs * args.num_steps  # rows per rollout
+    args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     return args
-
-
-def resumed_args(args, argv):
-    """The flags of the run saved in --resume, with those of RESUME_FLAGS given anew."""
-    given = {a.split("=")[0] for a in argv if a.startswith("--")} - {"--resume"}
-    if given - set(RESUME_FLAGS):
-        fail(f"--resume continues a run with the flags it started with; it takes no "
-             f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
-    checkpoint = load_checkpoint(args.resume)
-    resumed = argparse.Namespace(**checkpoint["args"])
-    resumed.resume = args.resume
-    for flag in given:
-        name = flag[2:].replace("-", "_")
-        setattr(resumed, name, getattr(args, name))
-    resumed.num_iterations = max(1, resumed.total_timesteps // resumed.batch_size)
-    saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
-    if saved is None:
-        fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
-    if saved["iteration"] >= resumed.num_iterations:
-        fail(f"the run in {args.resume} already did its {saved['global_step']} steps; give a larger "
-             f"--total-timesteps to continue it")
-    if resumed.cuda and not torch.cuda.is_available():
-        fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
-    return resumed
-
-
-def fail(message):
-    """Bad input: one line on stderr and argparse's exit code 2, no traceback."""
-    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-class EnvFault(Exception):
-    """The env returned a NaN or inf: its fault, not the learning's."""
 
 
 # ================================================================================================
@@ -187,26 +111,36 @@ def make_env(env_id, idx, capture_video, run_name):
     return thunk
 
 
-def wrap_envs(envs, norm_obs, norm_reward, gamma):
-    """One set of running statistics shared by all N envs (saved with the model)."""
+def make_envs(args, run_name):
+    """N copies of the env stepped in turn in this process (fastest for cheap envs)."""
+    with env_errors(args.env_id):  # section 9: an env that cannot be made, or not learned here: one line
+        envs = gym.vector.SyncVectorEnv([make_env(args.env_id, i, args.capture_video, run_name)
+                                         for i in range(args.num_envs)])
+        check_spaces(envs, args.env_id)
+    envs = wrap_envs(envs, args.norm_obs)
+    if args.norm_reward:  # one running statistic shared by all N envs
+        envs = NormalizeReward(envs, gamma=args.gamma)
+        envs = gym.wrappers.vector.TransformReward(envs, lambda reward: np.clip(reward, -10, 10))
+    return envs
+
+
+def wrap_envs(envs, norm_obs):
+    """What training and evaluation share: clipped actions and normalised observations, whose
+    running statistics (one set for all N envs) are saved with the model."""
     envs = gym.wrappers.vector.ClipAction(envs)  # the env gets the clipped action, we store the sample
     if norm_obs:
         envs = gym.wrappers.vector.NormalizeObservation(envs)
         clipped = gym.spaces.Box(-10.0, 10.0, envs.observation_space.shape, np.float32)
         envs = gym.wrappers.vector.TransformObservation(envs, lambda obs: np.clip(obs, -10, 10), clipped)
+        # the wrapper sets the batched space only: the single env's says the same bounds
         envs.single_observation_space = gym.spaces.Box(-10.0, 10.0, clipped.shape[1:], np.float32)
-    if norm_reward:
-        envs = NormalizeReward(envs, gamma=gamma)
-        envs = gym.wrappers.vector.TransformReward(envs, lambda reward: np.clip(reward, -10, 10))
     return envs
 
 
 class NormalizeReward(gym.wrappers.vector.NormalizeReward):
-    """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}.
-
-    gymnasium's wrapper restarts G at terminations only, so on envs that end by time limit alone
-    (Pendulum, MuJoCo) G runs across episodes forever, and the autoreset step (not a transition)
-    adds a reward of 0. Here G restarts at every episode end and the autoreset step is left out."""
+    """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}. gymnasium's
+    wrapper restarts G at terminations only (on envs that end by time limit alone, like Pendulum, G
+    runs on forever) and counts the autoreset step; here G restarts at every end, without that step."""
 
     def __init__(self, envs, gamma):
         super().__init__(envs, gamma=gamma)
@@ -225,74 +159,6 @@ class NormalizeReward(gym.wrappers.vector.NormalizeReward):
             self.return_rms.update(self.accumulated_reward[transition])
         self.autoreset = terminated | truncated
         return obs, reward / np.sqrt(self.return_rms.var + self.epsilon), terminated, truncated, info
-
-
-def find_wrapper(envs, wrapper_class):
-    """The wrapper of this class inside `envs`, or None."""
-    while isinstance(envs, gym.vector.VectorWrapper):
-        if isinstance(envs, wrapper_class):
-            return envs
-        envs = envs.env
-    return None
-
-
-def make_envs(args, run_name):
-    """N copies of the env stepped in turn in this process (fastest for cheap envs)."""
-    try:
-        envs = gym.vector.SyncVectorEnv(
-            [make_env(args.env_id, i, args.capture_video, run_name) for i in range(args.num_envs)]
-        )
-    except (gym.error.Error, ImportError) as e:  # unknown id, or a "module:Env" whose module fails
-        fail(f"cannot make env {args.env_id!r}: {e}")
-    if not isinstance(envs.single_action_space, gym.spaces.Box):
-        envs.close()
-        fail(f"ppo_continuous_action.py needs a Box action space; {args.env_id} has "
-             f"{envs.single_action_space} (use ppo.py for Discrete actions)")
-    if len(envs.single_action_space.shape) != 1:
-        envs.close()
-        fail(f"ppo_continuous_action.py needs a 1-D Box action space; {args.env_id}'s has shape "
-             f"{envs.single_action_space.shape} (reshape its actions with a wrapper in make_env)")
-    return wrap_envs(envs, args.norm_obs, args.norm_reward, args.gamma)
-
-
-def get_env_state(envs, with_sub_envs=True):
-    """A copy of the envs' state, for --resume: the observation and reward statistics and,
-    with_sub_envs, the sub-envs themselves (None when they cannot be saved) and which of them reset
-    on the next step."""
-    state = {"sub_envs": None, "autoreset": None, "reward_stats": None}
-    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
-    state["obs_stats"] = None if obs_normalizer is None else copy.deepcopy(obs_normalizer.obs_rms)
-    reward_normalizer = find_wrapper(envs, NormalizeReward)
-    if reward_normalizer is not None:
-        state["reward_stats"] = copy.deepcopy(
-            (reward_normalizer.return_rms, reward_normalizer.accumulated_reward, reward_normalizer.autoreset))
-    vector_env = envs.unwrapped
-    # cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs (MuJoCo, Box2D)
-    # pickle as freshly made ones: their state cannot be saved
-    if with_sub_envs and not any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
-        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
-            state["sub_envs"] = cloudpickle.dumps(vector_env.envs)
-            state["autoreset"] = vector_env._autoreset_envs.copy()
-    return state
-
-
-def set_env_state(envs, state):
-    """Put back what get_env_state saved. False when the sub-envs were not saved."""
-    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
-    if obs_normalizer is not None:
-        obs_normalizer.obs_rms = state["obs_stats"]
-    reward_normalizer = find_wrapper(envs, NormalizeReward)
-    if reward_normalizer is not None:
-        (reward_normalizer.return_rms, reward_normalizer.accumulated_reward,
-         reward_normalizer.autoreset) = state["reward_stats"]
-    if state["sub_envs"] is None:
-        return False
-    vector_env = envs.unwrapped
-    for env in vector_env.envs:
-        env.close()
-    vector_env.envs = pickle.loads(state["sub_envs"])
-    vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
-    return True
 
 
 # ================================================================================================
@@ -329,36 +195,91 @@ class Agent(nn.Module):
 
     def policy(self, x):
         """Mean and log std of pi(.|s) = N(mean(s), diag(std^2)): the one place the policy's
-        distribution is defined. Rollout sampling and the update both use it."""
+        distribution is defined. Rollout sampling, the update and evaluation all use it."""
         action_mean = self.actor_mean(x)
         return action_mean, self.actor_logstd.expand_as(action_mean)
 
     def get_action(self, x):
-        """Rollout-time sampling only: a_t = mean + std * z with z ~ N(0, I), unclipped."""
+        """Rollout-time sampling only: a_t = mean + std * z with z ~ N(0, I), unclipped. This is
+        Normal(mean, std).sample(), without the distribution object and its input checks."""
         action_mean, action_logstd = self.policy(x)
         return action_mean + action_logstd.exp() * torch.randn_like(action_mean)
 
-    def get_action_and_value(self, x, action):
-        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update."""
+    def evaluate_actions(self, x, action):
+        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value)."""
         action_mean, action_logstd = self.policy(x)
         # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std;
         # the action dimensions are independent, so log-probs and entropies add up
         z = (action - action_mean) / action_logstd.exp()
         logprob = (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
         entropy = (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
-        return action, logprob, entropy, self.critic(x)
+        return logprob, entropy, self.critic(x)
 
 
 # ================================================================================================
-# 4. Generalized Advantage Estimation (called after every rollout, in section 5)
+# 4. Rollout: num_steps steps of every env with the current policy
 # ================================================================================================
+def make_storage(args, envs):
+    """One row per (step, env). Numpy, the envs' own format, where CleanRL keeps torch tensors: a
+    row write costs ~0.5 us in numpy against ~4 us in torch, and torch sees the rollout once, after it."""
+    rows = (args.num_steps, args.num_envs)
+    return argparse.Namespace(
+        obs=np.zeros(rows + envs.single_observation_space.shape, dtype=np.float32),
+        actions=np.zeros(rows + envs.single_action_space.shape, dtype=envs.single_action_space.dtype),
+        rewards=np.zeros(rows, dtype=np.float32),
+        terminations=np.zeros(rows, dtype=np.float32),
+        truncations=np.zeros(rows, dtype=np.float32),
+        is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
+    )
+
+
+def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device):
+    """Fills storage; returns (next_obs, next_done, global_step). No reset: the episodes go on from the
+    last rollout (a reset here would cap every episode at num_steps steps)."""
+    for step in range(len(storage.obs)):
+        global_step += envs.num_envs
+        storage.obs[step] = next_obs
+        storage.is_transition[step] = ~next_done  # after an episode end, this step only resets
+
+        # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
+        with torch.inference_mode():
+            action = agent.get_action(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+        action = action.cpu().numpy()
+        storage.actions[step] = action
+
+        next_obs, reward, terminated, truncated, infos = envs.step(action)
+        storage.rewards[step] = reward
+        storage.terminations[step] = terminated
+        storage.truncations[step] = truncated
+        next_done = terminated | truncated
+
+        if "episode" in infos:  # RecordEpisodeStatistics: episodes that ended this step
+            for i in np.nonzero(infos["_episode"])[0]:
+                episodic_return = float(infos["episode"]["r"][i])
+                print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
+    check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
+    return next_obs, next_done, global_step
+
+
+# ================================================================================================
+# 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
+# ================================================================================================
+def rollout_logprobs_and_values(agent, storage, next_obs, device):
+    """log pi_old(a_t|s_t), V(s_t) of every row, and V(next_obs). CleanRL computes them in the rollout, step
+    by step; the policy has not changed since, so one forward over all rows gives them at one step's cost."""
+    with torch.inference_mode():
+        logprobs, _, values = agent.evaluate_actions(
+            torch.as_tensor(storage.obs, device=device), torch.as_tensor(storage.actions, device=device))
+        next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+    return logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy(), next_value.flatten().cpu().numpy()
+
+
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
-    """Backward GAE over a (num_steps, num_envs) rollout.
-
-    values[t+1] (next_value at the last step) is the value of the observation that step t
-    returned. When step t ends an episode that observation is the episode's final one, so a
-    truncated episode bootstraps from V(s_final) at no extra cost.
-    """
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
+    is V of the observation step t returned: when step t ends an episode, its final observation, so a
+    truncated episode bootstraps from V(s_final) at no extra cost."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)
@@ -374,16 +295,85 @@ def compute_gae(rewards, values, terminations, truncations, next_value, gamma, g
 
 
 # ================================================================================================
-# 5. Training loop
+# 6. Update: update_epochs passes of minibatch gradient steps on the clipped objective
+# ================================================================================================
+def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device):
+    """Trains on the rollout's real transitions. Returns what TensorBoard shows of it: the last
+    minibatch's losses, KL estimates and gradient norm; clipfrac over every minibatch."""
+    keep = storage.is_transition.reshape(-1)  # the autoreset rows are no transitions
+
+    def batch(x):  # (num_steps, num_envs, ...) -> (n_transitions, ...) tensor
+        return torch.as_tensor(x.reshape((-1,) + x.shape[2:])[keep], device=device)
+
+    b_obs, b_actions, b_logprobs = batch(storage.obs), batch(storage.actions), batch(logprobs)
+    b_advantages, b_returns, b_values = batch(advantages), batch(returns), batch(values)
+
+    clipfracs = []
+    stop_early = False
+    for epoch in range(args.update_epochs):
+        # a new shuffle every epoch: consecutive rows of one env are correlated
+        for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
+            newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+            logratio = newlogprob - b_logprobs[mb_inds]
+            ratio = logratio.exp()  # ALGO: r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t)
+
+            with torch.no_grad():
+                # KL(pi_old || pi_theta) estimators, http://joschu.net/blog/kl-approx.html
+                old_approx_kl = (-logratio).mean()
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+            mb_advantages = b_advantages[mb_inds]
+            # dropping the autoreset rows can leave a 1-row minibatch, which has no std
+            if args.norm_adv and len(mb_advantages) > 1:
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+            # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+            pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+            # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
+            newvalue = newvalue.flatten()
+            mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
+            if args.clip_vloss:
+                v_loss_unclipped = (newvalue - mb_returns) ** 2
+                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                v_loss_clipped = (v_clipped - mb_returns) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            else:
+                v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
+
+            # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi]
+            entropy_loss = entropy.mean()
+            loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
+                raise FloatingPointError("non-finite loss or gradient")
+            optimizer.step()
+
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                stop_early = True  # leave both loops: the policy moved far enough
+                break
+        if stop_early:
+            break
+    # explained variance 1 - Var(R - V) / Var(R): 1 when V(s_t) predicted the returns, <= 0 when not
+    y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
+    var_y = np.var(y_true)
+    return {"losses/explained_variance": np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y,
+            "losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
+            "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
+            "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
+            "diagnostics/grad_norm": grad_norm.item(), "diagnostics/update_epochs_done": epoch + 1}
+
+
+# ================================================================================================
+# 7. The training loop: rollout, advantages, update, logging
 # ================================================================================================
 def train(args):
-    if args.resume:  # the same log folder: TensorBoard shows one run
-        run_dir = os.path.dirname(args.resume) or "."
-        run_name = os.path.basename(os.path.abspath(run_dir))
-    else:
-        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = f"{args.log_dir}/{run_name}"
-
     # TRY NOT TO MODIFY: seeding, threads, device
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -392,284 +382,395 @@ def train(args):
     torch.set_num_threads(args.torch_threads)
     device = torch.device("cuda" if args.cuda else "cpu")
 
-    envs = make_envs(args, run_name)
-    try:  # made once the envs are up, so that bad input leaves no empty run folder behind
-        os.makedirs(run_dir, exist_ok=True)
-    except OSError as e:
-        envs.close()
-        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
-    obs_shape = envs.single_observation_space.shape
-    action_shape = envs.single_action_space.shape
-    agent = Agent(int(np.prod(obs_shape)), int(np.prod(action_shape))).to(device)
+    run = Run(args)  # section 9: the log folder (a new one, or the resumed run's), checkpoints, stops
+    envs = make_envs(args, run.name)
+    agent = Agent(int(np.prod(envs.single_observation_space.shape)),
+                  int(np.prod(envs.single_action_space.shape))).to(device)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+    storage = make_storage(args, envs)
 
-    model_path = f"{run_dir}/{args.exp_name}.pt"
+    # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
+    with run.guard(envs, agent, optimizer):
+        next_obs, next_done, global_step = run.start()  # new episodes, or those --resume saved
+        for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
+            if args.anneal_lr:  # linearly from --learning-rate to 0
+                optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
-    # ------------------------------------------------------------------------------------------
-    # Storage: one row per (step, env). Numpy, the env's own format: a row write costs ~0.5 us
-    # in numpy against ~4 us in torch, and torch sees the whole rollout once, at the update.
-    # ------------------------------------------------------------------------------------------
-    obs = np.zeros((args.num_steps, args.num_envs) + obs_shape, dtype=np.float32)
-    actions = np.zeros((args.num_steps, args.num_envs) + action_shape, dtype=np.float32)
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    terminations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    # is_transition[t] is False for the autoreset row that follows an episode end
-    is_transition = np.zeros((args.num_steps, args.num_envs), dtype=bool)
+            next_obs, next_done, global_step = collect_rollout(
+                envs, agent, storage, next_obs, next_done, global_step, run.writer, device)
+            logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
+            terminations = storage.terminations
+            if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
+                terminations = np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                                              next_value, args.gamma, args.gae_lambda)
+            stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
+            stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
+            for tag, value in stats.items():
+                run.writer.add_scalar(tag, value, global_step)
+            run.end_iteration(iteration, next_obs, next_done, global_step)  # logs SPS: a boundary
+    return run.dir
 
-    # ------------------------------------------------------------------------------------------
-    # Start, or continue a saved run (--resume) from the update boundary it saved
-    # ------------------------------------------------------------------------------------------
-    iteration, global_step = 0, 0  # updates done, env steps done
-    next_done = np.zeros(args.num_envs, dtype=bool)
-    if args.resume:
-        checkpoint = load_checkpoint(args.resume)
-        saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
-        iteration, global_step = saved["iteration"], saved["global_step"]
-        agent.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        random.setstate(saved["rng"]["python"])
-        np.random.set_state(saved["rng"]["numpy"])
-        torch.set_rng_state(saved["rng"]["torch"])
-        if args.cuda:
-            torch.cuda.set_rng_state(saved["rng"]["cuda"])
-    if args.resume and set_env_state(envs, saved["envs"]):
-        next_obs, next_done = saved["next_obs"], saved["next_done"]
-    else:
+
+# ================================================================================================
+# 8. Evaluation: load a checkpoint and play episodes, with the mean action or sampled ones
+# ================================================================================================
+def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy=True, use_obs_rms=True):
+    """Episode returns of the saved policy: greedy plays the mean action, else a ~ pi(.|s).
+    use_obs_rms=False ignores the saved observation statistics (to show why they matter)."""
+    checkpoint = load_checkpoint(checkpoint_path)
+    env_id = checkpoint["args"]["env_id"]
+    policy_name = "greedy" if greedy else "sampled"
+    run_name = f"{os.path.basename(os.path.dirname(os.path.abspath(checkpoint_path)))}-eval-{policy_name}"
+    norm_obs = checkpoint["obs_rms"] is not None
+    envs = wrap_envs(gym.vector.SyncVectorEnv([make_env(env_id, 0, capture_video, run_name)]), norm_obs)
+    if norm_obs:
+        obs_rms = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+        obs_rms.update_running_mean = False  # evaluation must not change the statistics
+        if use_obs_rms:
+            for key, value in checkpoint["obs_rms"].items():
+                setattr(obs_rms.obs_rms, key, value.numpy())
+    agent = Agent(int(np.prod(envs.single_observation_space.shape)), int(np.prod(envs.single_action_space.shape)))
+    load_weights(agent, checkpoint, checkpoint_path)
+
+    episodic_returns = []
+    obs, _ = envs.reset(seed=seed)
+    while len(episodic_returns) < eval_episodes:
+        with torch.inference_mode():
+            obs_tensor = torch.as_tensor(obs, dtype=torch.float32)
+            action = agent.policy(obs_tensor)[0] if greedy else agent.get_action(obs_tensor)
+        obs, _, _, _, infos = envs.step(action.numpy())  # ClipAction: the env gets it clipped
+        if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
+            episodic_returns.append(float(infos["episode"]["r"][0]))
+            print(f"{policy_name} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
+    envs.close()
+    return episodic_returns
+
+
+# ================================================================================================
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults. Nothing below changes what is learned
+# ================================================================================================
+def str2bool(value):
+    if value.lower() in ("true", "yes", "1"):
+        return True
+    if value.lower() in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+# A resumed run keeps its flags, but for these (a longer run: the learning rate's decay is then
+# spread over the new total)
+RESUME_FLAGS = ["--total-timesteps"]
+
+
+def add_plumbing_flags(p, flag):
+    p.add_argument("--save-model", default=False, **flag,
+                   help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
+                        "stops early always does)")
+    p.add_argument("--resume", default=None,
+                   help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
+                        f"{', '.join(RESUME_FLAGS)}); it unpickles the saved envs: resume your own checkpoints only")
+
+
+def check_args(args, argv):
+    """Bad values end here with one line; --resume returns the saved run's flags instead."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
+                 "torch_threads", "eval_episodes"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.cuda and not torch.cuda.is_available():
+        fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
+    problem = minibatch_problem(args.num_envs * args.num_steps, args.num_minibatches,
+                                f"--num-envs x --num-steps = {args.num_envs * args.num_steps}")
+    if problem:
+        fail(problem)
+    return resumed_args(args, argv) if args.resume else args
+
+
+def minibatch_problem(batch_size, num_minibatches, batch):
+    """Why the batch cannot be split into these minibatches, or None."""
+    if batch_size % num_minibatches != 0:
+        return f"the batch ({batch}) does not divide into --num-minibatches {num_minibatches}"
+    if batch_size // num_minibatches < 2:  # advantages are normalised by their std, which one row lacks
+        return (f"--num-minibatches {num_minibatches} splits the batch of {batch_size} rows into "
+                f"minibatches of 1 row; each needs at least 2")
+    return None
+
+
+def resumed_args(args, argv):
+    """The flags of the run saved in --resume, with those of RESUME_FLAGS given anew."""
+    given = {a.split("=")[0] for a in argv if a.startswith("--")} - {"--resume"}
+    if given - set(RESUME_FLAGS):
+        fail(f"--resume continues a run with the flags it started with; it takes no "
+             f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
+    checkpoint = load_checkpoint(args.resume)
+    resumed = argparse.Namespace(**checkpoint["args"])
+    resumed.resume = args.resume
+    for flag in given:
+        name = flag[2:].replace("-", "_")
+        setattr(resumed, name, getattr(args, name))
+    saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
+    if saved is None:
+        fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+    if saved["global_step"] + resumed.batch_size > resumed.total_timesteps:  # no rollout left to do
+        fail(f"the run in {args.resume} already did its {saved['global_step']} steps; give a larger "
+             f"--total-timesteps to continue it")
+    if resumed.cuda and not torch.cuda.is_available():
+        fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
+    return resumed
+
+
+def fail(message):
+    """Bad input: one line on stderr and argparse's exit code 2, no traceback."""
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+@contextlib.contextmanager
+def env_errors(env_id):
+    try:
+        yield
+    except (gym.error.Error, ImportError) as e:  # unknown id, or a "module:Env" whose module fails
+        fail(f"cannot make env {env_id!r}: {e}")
+
+
+def check_spaces(envs, env_id):
+    if not isinstance(envs.single_action_space, gym.spaces.Box):
+        envs.close()
+        fail(f"ppo_continuous_action.py needs a Box action space; {env_id} has "
+             f"{envs.single_action_space} (use ppo.py for Discrete actions)")
+    if len(envs.single_action_space.shape) != 1:
+        envs.close()
+        fail(f"ppo_continuous_action.py needs a 1-D Box action space; {env_id}'s has shape "
+             f"{envs.single_action_space.shape} (reshape its actions with a wrapper in make_env)")
+
+
+class EnvFault(Exception):
+    """The env returned a NaN or inf: its fault, not the learning's."""
+
+
+def check_env_output(storage, next_obs, global_step):
+    """A NaN or inf from the env would reach every loss: name it, before any update sees it."""
+    if not (np.isfinite(storage.obs).all() and np.isfinite(next_obs).all()):
+        raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
+    if not np.isfinite(storage.rewards).all():
+        raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
+
+
+def find_wrapper(envs, wrapper_class):
+    """The wrapper of this class inside `envs`, or None."""
+    while isinstance(envs, gym.vector.VectorWrapper):
+        if isinstance(envs, wrapper_class):
+            return envs
+        envs = envs.env
+    return None
+
+
+def get_env_state(envs):
+    """A copy of the envs' running statistics (NormalizeObservation's and NormalizeReward's), for --resume."""
+    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+    reward_normalizer = find_wrapper(envs, NormalizeReward)
+    return {"obs_stats": None if obs_normalizer is None else copy.deepcopy(obs_normalizer.obs_rms),
+            "reward_stats": None if reward_normalizer is None else copy.deepcopy(
+                (reward_normalizer.return_rms, reward_normalizer.accumulated_reward, reward_normalizer.autoreset))}
+
+
+def set_env_state(envs, state):
+    """Put back the statistics get_env_state saved."""
+    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+    if obs_normalizer is not None:
+        obs_normalizer.obs_rms = state["obs_stats"]
+    reward_normalizer = find_wrapper(envs, NormalizeReward)
+    if reward_normalizer is not None:
+        (reward_normalizer.return_rms, reward_normalizer.accumulated_reward,
+         reward_normalizer.autoreset) = state["reward_stats"]
+
+
+class Run:
+    """What keeps a run safe, around train()'s loop: the log folder and TensorBoard writer, --resume,
+    checkpoints, Ctrl-C and kill, faults. Whatever a hack adds as a module of Agent, or to the
+    optimizer, is saved and resumed with it (state_dict); a tensor kept elsewhere on the agent is
+    named when the run saves, since it is not saved.
+
+    Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
+    kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
+    the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
+    the save they would cut short completes."""
+
+    def __init__(self, args):
+        self.args = args
+        if args.resume:  # the same log folder: TensorBoard shows one run
+            self.dir = os.path.dirname(args.resume) or "."
+        else:
+            self.dir = f"{args.log_dir}/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.name = os.path.basename(os.path.abspath(self.dir))
+        self.model_path = f"{self.dir}/{args.exp_name}.pt"
+        self.writer, self.boundary, self.stop_requested = None, None, []
+
+    @contextlib.contextmanager
+    def guard(self, envs, agent, optimizer):
+        self.envs, self.agent, self.optimizer = envs, agent, optimizer
+        try:  # made once the envs are up, so that bad input leaves no empty run folder behind
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as e:
+            envs.close()
+            fail(f"cannot make the log folder {self.dir}: {e.strerror}")
+        # From an update's first gradient step to its end the weights are between two boundaries
+        step_hook = optimizer.register_step_post_hook(lambda *_: setattr(self, "boundary", None))
+        previous_handlers = {s: signal.signal(s, self.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        # The writer writes from a thread of its own. A failed write (disk full) reaches us at the
+        # next add_scalar as an OSError; the thread's own traceback would only repeat it.
+        previous_excepthook = threading.excepthook
+        threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
+        try:
+            yield self
+            kept = f" {self.save(exact=True)}" if self.args.save_model else ""
+            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`.{kept}")
+        except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
+            print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
+            sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
+        except EnvFault as e:  # caught before any update saw the bad values
+            fail(f"{e}: a fault of the env, not of the learning. {self.save()}")
+        except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
+            fail(f"{e} at global_step={self.global_step + self.args.batch_size}; try a lower "
+                 f"--learning-rate. {self.save()}")
+        except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
+            try:
+                kept = self.save()
+            except OSError:
+                kept = "The checkpoint could not be written either."
+            fail(f"writing to {self.dir} failed ({e.strerror or e}). {kept}")
+        except SystemExit:  # bad input found on the way in: nothing was learned
+            raise
+        except BaseException:
+            print(f"crashed at global_step={self.global_step} or after. {self.save()}", file=sys.stderr)
+            raise
+        finally:
+            envs.close()
+            if self.writer is not None:
+                with contextlib.suppress(OSError):  # a writer that failed to write fails again here
+                    self.writer.close()
+            step_hook.remove()
+            for stop_signal, handler in previous_handlers.items():
+                signal.signal(stop_signal, handler)
+            threading.excepthook = previous_excepthook
+
+    def request_stop(self, signum, frame):
+        self.stop_requested.append(signum)
+        if len(self.stop_requested) == 2:
+            raise KeyboardInterrupt
+
+    def start(self):
+        """(next_obs, next_done, global_step) to start from: new episodes, or for --resume the saved
+        run's weights, optimizer, random generators and, where they were saved, episodes."""
+        args, iteration, global_step = self.args, 0, 0
+        next_done = np.zeros(args.num_envs, dtype=bool)
+        saved = None
         if args.resume:
-            print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
-                  f"stopped on a fault); the envs start new ones")
-        next_obs, _ = envs.reset(seed=args.seed + global_step)
-    # The last update boundary: where a run that stops on a fault resumes (with new episodes)
-    boundary = {"iteration": iteration, "global_step": global_step,
-                "envs": get_env_state(envs, with_sub_envs=False)}
+            checkpoint = load_checkpoint(args.resume)
+            saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
+            iteration, global_step = saved["iteration"], saved["global_step"]
+            load_weights(self.agent, checkpoint, args.resume)
+            self.optimizer.load_state_dict(saved["optimizer"])
+            random.setstate(saved["rng"]["python"])
+            np.random.set_state(saved["rng"]["numpy"])
+            torch.set_rng_state(saved["rng"]["torch"])
+            if args.cuda:
+                torch.cuda.set_rng_state(saved["rng"]["cuda"])
+            set_env_state(self.envs, saved["envs"])
+        if saved is not None and self.restore_episodes(saved["envs"]):
+            next_obs, next_done = saved["next_obs"], saved["next_done"]
+        else:
+            if args.resume:
+                print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
+                      f"stopped on a fault); the envs start new ones")
+            next_obs, _ = self.envs.reset(seed=args.seed + global_step)
+        self.first_iteration, self.first_step = iteration + 1, global_step
+        self.mark_boundary(iteration, next_obs, next_done, global_step)
+        # A resumed run hides the events its first life logged after the saved boundary
+        self.writer = SummaryWriter(self.dir, purge_step=global_step + 1 if args.resume else None)
+        if not args.resume:
+            self.writer.add_text(
+                "hyperparameters",
+                "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
+            )
+        self.start_time = self.last_status = time.time()
+        return next_obs, next_done, global_step
 
-    def save(exact=False):
+    def iterations(self):
+        """The iterations left, each one rollout and one update; a stop asked for ends them here."""
+        for iteration in range(self.first_iteration, self.args.num_iterations + 1):
+            if self.stop_requested:
+                raise KeyboardInterrupt
+            yield iteration
+        if self.stop_requested:  # a signal during the last iteration still stops and saves
+            raise KeyboardInterrupt
+
+    def end_iteration(self, iteration, next_obs, next_done, global_step):
+        """Logs SPS, prints the progress every 10 s, and marks the boundary a stop saves."""
+        sps = int((global_step - self.first_step) / (time.time() - self.start_time))
+        self.writer.add_scalar("charts/SPS", sps, global_step)
+        if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
+            self.last_status = time.time()
+            iterations_done = iteration - self.first_iteration + 1
+            eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
+            print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
+        self.mark_boundary(iteration, next_obs, next_done, global_step)
+
+    def mark_boundary(self, iteration, next_obs, next_done, global_step):
+        """Where a run that stops on a fault resumes (with new episodes)."""
+        self.boundary = {"iteration": iteration, "global_step": global_step, "envs": get_env_state(self.envs)}
+        self.next_obs, self.next_done, self.global_step = next_obs, next_done, global_step
+
+    def save(self, exact=False):
         """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
         (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
         episodes from the last boundary; inside an update (boundary None), the weights only."""
         resume = None
-        if boundary is not None:
+        if self.boundary is not None:
             rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-            if args.cuda:
+            if self.args.cuda:
                 rng["cuda"] = torch.cuda.get_rng_state()
-            resume = {**boundary, "optimizer": optimizer.state_dict(), "rng": rng,
-                      "next_obs": next_obs, "next_done": next_done}
+            resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
+                      "next_obs": self.next_obs, "next_done": self.next_done}
             if exact:
-                resume["envs"] = get_env_state(envs)
-        return save_checkpoint(model_path, args, agent, resume, envs)
+                resume["envs"] = {**get_env_state(self.envs), **self.save_episodes()}
+        kept = save_checkpoint(self.model_path, self.args, self.agent, resume, self.envs)
+        unsaved = unsaved_tensors(self.agent)
+        if unsaved:
+            kept += (f". Not saved: {', '.join(unsaved)} (tensors kept on the agent, not registered with "
+                     f"register_buffer or nn.Parameter): a resumed run starts them anew")
+        return kept
 
-    # A resumed run hides the events its first life logged after the saved boundary
-    writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
-    if not args.resume:
-        writer.add_text(
-            "hyperparameters",
-            "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
-        )
+    def save_episodes(self):
+        """The sub-envs, pickled, and which of them reset on the next step; empty when they cannot
+        be saved. cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs
+        (MuJoCo, Box2D) pickle as freshly made ones: their state cannot be saved."""
+        vector_env = self.envs.unwrapped
+        if any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
+            return {}
+        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
+            return {"sub_envs": cloudpickle.dumps(vector_env.envs), "autoreset": vector_env._autoreset_envs.copy()}
+        return {}
 
-    # Ctrl-C and kill (SIGTERM) only ask the run to stop at the end of the iteration under way
-    # (one rollout and one update), where it saves a state that --resume continues exactly; and
-    # interrupting a library half-way, like the TensorBoard writer, can hang it. A second one stops
-    # at once; later ones do nothing, so that the save they would cut short completes. The handlers
-    # from before train() come back at its end.
-    stop_requested = []
+    def restore_episodes(self, state):
+        """Put back the sub-envs save_episodes saved; False when there are none."""
+        if state.get("sub_envs") is None:
+            return False
+        vector_env = self.envs.unwrapped
+        for env in vector_env.envs:
+            env.close()
+        vector_env.envs = pickle.loads(state["sub_envs"])
+        vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
+        return True
 
-    def request_stop(signum, frame):
-        stop_requested.append(signum)
-        if len(stop_requested) == 2:
-            raise KeyboardInterrupt
 
-    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    # The writer writes from a thread of its own. A failed write (disk full) reaches us at the next
-    # add_scalar as an OSError; the thread's own traceback would only repeat it.
-    previous_excepthook = threading.excepthook
-    threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
-
-    first_iteration, first_step = iteration + 1, global_step
-    start_time = time.time()
-    last_status = start_time
-    try:
-        for iteration in range(first_iteration, args.num_iterations + 1):
-            if stop_requested:  # Ctrl-C or kill: stop here, between two updates
-                raise KeyboardInterrupt
-            if args.anneal_lr:
-                frac = 1.0 - (iteration - 1.0) / args.num_iterations
-                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-
-            # ----------------------------------------------------------------------------------
-            # Rollout: num_steps steps of every env with the current policy
-            # ----------------------------------------------------------------------------------
-            for step in range(args.num_steps):
-                global_step += args.num_envs
-                obs[step] = next_obs
-                is_transition[step] = ~next_done  # after an episode end, this step only resets
-
-                # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
-                with torch.inference_mode():
-                    action = agent.get_action(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                action = action.cpu().numpy()
-                actions[step] = action
-
-                next_obs, reward, terminated, truncated, infos = envs.step(action)
-                rewards[step] = reward
-                terminations[step] = terminated
-                truncations[step] = truncated
-                next_done = terminated | truncated
-
-                if "episode" in infos:  # RecordEpisodeStatistics: episodes that ended this step
-                    for i in np.nonzero(infos["_episode"])[0]:
-                        episodic_return = float(infos["episode"]["r"][i])
-                        print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
-                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                        writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
-
-            # A NaN or inf from the env would reach every loss: name it and stop here
-            if not (np.isfinite(obs).all() and np.isfinite(next_obs).all()):
-                raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
-            if not np.isfinite(rewards).all():
-                raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
-
-            # ----------------------------------------------------------------------------------
-            # Advantages (section 4). The policy has not changed since the rollout, so
-            # log pi_old(a_t|s_t) and V(s_t) come from one forward over all stored rows
-            # (one batch of num_steps x num_envs instead of num_steps small ones).
-            # ----------------------------------------------------------------------------------
-            with torch.inference_mode():
-                _, logprobs, _, values = agent.get_action_and_value(
-                    torch.as_tensor(obs, device=device), torch.as_tensor(actions, device=device))
-                logprobs, values = logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy()
-                next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                next_value = next_value.flatten().cpu().numpy()
-            if args.bootstrap_truncation:
-                episode_ends = terminations
-            else:  # CleanRL's behaviour: a time-limit end counts as terminal
-                episode_ends = np.maximum(terminations, truncations)
-            advantages, returns = compute_gae(rewards, values, episode_ends, truncations,
-                                              next_value, args.gamma, args.gae_lambda)
-
-            # ----------------------------------------------------------------------------------
-            # Update: flatten the rollout, keep real transitions only, then
-            # update_epochs passes of minibatch gradient steps on the clipped objective
-            # ----------------------------------------------------------------------------------
-            boundary = None  # from the first gradient step until the update ends, nothing to resume from
-            keep = is_transition.reshape(-1)
-
-            def batch(x):  # (num_steps, num_envs, ...) -> (n_transitions, ...) tensor
-                return torch.as_tensor(x.reshape((-1,) + x.shape[2:])[keep], device=device)
-
-            b_obs, b_actions, b_logprobs = batch(obs), batch(actions), batch(logprobs)
-            b_advantages, b_returns, b_values = batch(advantages), batch(returns), batch(values)
-            n_transitions = b_obs.shape[0]
-
-            clipfracs = []
-            stop_early = False
-            for epoch in range(args.update_epochs):
-                for mb_inds in torch.randperm(n_transitions).tensor_split(args.num_minibatches):
-                    _, newlogprob, entropy, newvalue = agent.get_action_and_value(
-                        b_obs[mb_inds], b_actions[mb_inds])
-                    logratio = newlogprob - b_logprobs[mb_inds]
-                    ratio = logratio.exp()  # ALGO: r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t)
-
-                    with torch.no_grad():
-                        # KL(pi_old || pi_theta) estimators, http://joschu.net/blog/kl-approx.html
-                        old_approx_kl = (-logratio).mean()
-                        approx_kl = ((ratio - 1) - logratio).mean()
-                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
-
-                    mb_advantages = b_advantages[mb_inds]
-                    # dropping the autoreset rows can leave a 1-row minibatch, which has no std
-                    if args.norm_adv and len(mb_advantages) > 1:
-                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                    # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
-
-                    # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
-                    newvalue = newvalue.flatten()
-                    mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
-                    if args.clip_vloss:
-                        v_loss_unclipped = (newvalue - mb_returns) ** 2
-                        v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
-                        v_loss_clipped = (v_clipped - mb_returns) ** 2
-                        v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
-                    else:
-                        v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
-
-                    # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi]
-                    entropy_loss = entropy.mean()
-                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-
-                    optimizer.zero_grad()
-                    loss.backward()
-                    grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
-                        raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
-                    optimizer.step()
-
-                    if args.target_kl is not None and approx_kl > args.target_kl:
-                        stop_early = True  # leave both loops: the policy moved far enough
-                        break
-                if stop_early:
-                    break
-
-            # ----------------------------------------------------------------------------------
-            # Logging
-            # ----------------------------------------------------------------------------------
-            y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
-            var_y = np.var(y_true)
-            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
-            sps = int((global_step - first_step) / (time.time() - start_time))
-            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
-            writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            writer.add_scalar("diagnostics/grad_norm", grad_norm.item(), global_step)
-            writer.add_scalar("diagnostics/update_epochs_done", epoch + 1, global_step)
-            if time.time() - last_status > 10 or iteration == args.num_iterations:
-                last_status = time.time()
-                iterations_done = iteration - first_iteration + 1
-                eta = (args.num_iterations - iteration) * (last_status - start_time) / iterations_done
-                print(f"[{iteration}/{args.num_iterations}] global_step={global_step} SPS={sps} "
-                      f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
-            boundary = {"iteration": iteration, "global_step": global_step,
-                        "envs": get_env_state(envs, with_sub_envs=False)}
-        if stop_requested:  # a signal during the last iteration still stops and saves
-            raise KeyboardInterrupt
-        if args.save_model:
-            print(save(exact=True))
-    except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
-        print(f"interrupted at global_step={global_step}. {save(exact=len(stop_requested) == 1)}")
-        sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
-    except EnvFault as e:  # caught before any update saw the bad values
-        fail(f"{e}: a fault of the env, not of the learning. {save()}")
-    except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
-        fail(f"{e}; try a lower --learning-rate. {save()}")
-    except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
-        try:
-            kept = save()
-        except OSError:
-            kept = "The checkpoint could not be written either."
-        fail(f"writing to {run_dir} failed ({e.strerror or e}). {kept}")
-    except BaseException:
-        print(f"crashed at global_step={global_step}. {save()}", file=sys.stderr)
-        raise
-    finally:
-        envs.close()
-        with contextlib.suppress(OSError):  # a writer that failed to write fails again here
-            writer.close()
-        for stop_signal, handler in previous_handlers.items():
-            signal.signal(stop_signal, handler)
-        threading.excepthook = previous_excepthook
-
-    return run_dir
+def unsaved_tensors(agent):
+    """Tensors and arrays kept as plain attributes of the agent's modules: state_dict leaves them out."""
+    return [f"{type(module).__name__}.{name}" for module in agent.modules() for name, value in vars(module).items()
+            if not name.startswith("_") and isinstance(value, (torch.Tensor, np.ndarray))]
 
 
 def save_checkpoint(path, args, agent, resume, envs):
@@ -702,7 +803,7 @@ def load_checkpoint(path):
     """A checkpoint that this script saved, or one line saying why the file is not one."""
     script = os.path.basename(__file__)
     try:
-        checkpoint = torch.load(path, map_location="cpu")  # weights_only: runs no code from the file
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # runs no code from the file
     except FileNotFoundError:
         fail(f"no such checkpoint: {path!r}")
     except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
@@ -714,43 +815,13 @@ def load_checkpoint(path):
     return checkpoint
 
 
-# ================================================================================================
-# 6. Evaluation: load a checkpoint and play episodes, with the mean action or sampled ones
-# ================================================================================================
-def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy=True, use_obs_rms=True):
-    """Episode returns of the saved policy: greedy plays the mean action, otherwise actions are
-    sampled from pi(.|s) as in training. use_obs_rms=False ignores the saved observation
-    statistics (to show why they matter)."""
-    checkpoint = load_checkpoint(checkpoint_path)
-    env_id = checkpoint["args"]["env_id"]
-    policy_name = "greedy" if greedy else "sampled"
-    run_name = f"{os.path.basename(os.path.dirname(os.path.abspath(checkpoint_path)))}-eval-{policy_name}"
-    norm_obs = checkpoint["obs_rms"] is not None
-    envs = wrap_envs(gym.vector.SyncVectorEnv([make_env(env_id, 0, capture_video, run_name)]),
-                     norm_obs, norm_reward=False, gamma=0.99)
-    if norm_obs:
-        obs_rms = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
-        obs_rms.update_running_mean = False  # evaluation must not change the statistics
-        if use_obs_rms:
-            for key, value in checkpoint["obs_rms"].items():
-                setattr(obs_rms.obs_rms, key, value.numpy())
-    agent = Agent(int(np.prod(envs.single_observation_space.shape)),
-                  int(np.prod(envs.single_action_space.shape)))
-    agent.load_state_dict(checkpoint["model"])
-
-    episodic_returns = []
-    obs, _ = envs.reset(seed=seed)
-    while len(episodic_returns) < eval_episodes:
-        with torch.inference_mode():
-            obs_tensor = torch.as_tensor(obs, dtype=torch.float32)
-            action = agent.policy(obs_tensor)[0] if greedy else agent.get_action(obs_tensor)
-        obs, _, _, _, infos = envs.step(action.numpy())  # ClipAction: the env gets it clipped
-        if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
-            episodic_returns.append(float(infos["episode"]["r"][0]))
-            print(f"{policy_name} eval_episode={len(episodic_returns)}, "
-                  f"episodic_return={episodic_returns[-1]:.1f}")
-    envs.close()
-    return episodic_returns
+def load_weights(agent, checkpoint, path):
+    """The saved weights into this Agent, or one line naming what does not fit (a module a hack
+    added or removed since the checkpoint was saved, or another env's sizes)."""
+    try:
+        agent.load_state_dict(checkpoint["model"])
+    except RuntimeError as e:
+        fail(f"{path}: its weights do not fit this Agent ({' '.join(str(e).split())[:300]})")
 
 
 if __name__ == "__main__":

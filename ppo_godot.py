@@ -5,19 +5,17 @@
     tensorboard --logdir runs                  # watch charts/episodic_return climb
     python ppo_godot.py --env-path ... --onnx-export-path model.onnx     # for in-game inference
 
-A Godot game holds several agents (n_agents per process, --n-parallel processes); each agent is one
-env of the vector env below, which speaks Godot RL Agents' protocol through godot-rl's GodotEnv.
-Discrete, multi-discrete, continuous and mixed actions all work, in the order the game declares
-them. The rest is ppo.py: read the diff. Lines marked ALGO are the algorithm; the rest is plumbing.
-Episode ends, for the two ways a game can reset a finished agent (GodotVecEnv.step tells them apart
-from what the game sends):
-  1. Like gymnasium (the demo game): the game sends the final observation with done and resets the
-     agent on the next action, marking that step info["autoreset"]; it is no transition and is left
-     out of the update. A time-out (info["truncated"]) bootstraps from V(final observation).
-  2. Like the official plugin: the game resets on the spot, so the observation sent with done is
-     already the next episode's first; every step is a transition, and every end counts as terminal
-     (there is no final observation to bootstrap from).
-The policy exports to ONNX as the plugin's in-game inference reads it (section 6).
+Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson.
+A game holds several agents (n_agents per process, --n-parallel processes), each one env of
+GodotVecEnv; discrete, continuous and mixed actions work, in the order the game declares them.
+Comments marked ALGO give equations. Below the banner is what keeps a run safe (bad input,
+checkpoints, stop and resume, faults, the game's connection, the ONNX export the plugin plays).
+A game resets a finished agent one of two ways:
+  1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
+     on the next action, marking that step info["autoreset"]: no transition, left out of the update.
+     A time-out (info["truncated"]) bootstraps from V(final observation).
+  2. Like the official plugin: on the spot, so the observation sent with done is already the next
+     episode's first; every step is a transition, and every end counts as terminal.
 """
 import argparse
 import atexit
@@ -37,6 +35,7 @@ import threading
 import time
 import warnings
 
+import cloudpickle
 import gymnasium as gym
 import numpy as np
 import torch
@@ -48,6 +47,477 @@ from torch.utils.tensorboard import SummaryWriter
 
 # ================================================================================================
 # 1. Arguments
+# ================================================================================================
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.error = fail  # a bad flag gets one line, not the whole usage text
+    flag = dict(type=str2bool, nargs="?", const=True)  # `--anneal-lr`, `--anneal-lr false`
+    # Experiment
+    p.add_argument("--exp-name", default=os.path.basename(__file__)[: -len(".py")],
+                   help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
+    p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
+    p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
+    p.add_argument("--torch-deterministic", default=True, **flag, help="make cuDNN deterministic (CPUs always are)")
+    p.add_argument("--cuda", default=False, **flag,
+                   help="run the networks on the GPU; off by default: for 64-unit networks one CPU core is "
+                        "faster, each tiny kernel costing more to launch than to run (benchmarks/README.md)")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
+                        "beside a busy process (results change)")
+    add_plumbing_flags(p, flag)  # --save-model, --resume, how the game runs, --onnx-export-path: section 9
+    # Algorithm
+    p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
+    p.add_argument("--learning-rate", type=float, default=1e-3,
+                   help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
+    p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
+    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
+    p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
+    p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")
+    p.add_argument("--update-epochs", type=int, default=4, help="passes over each rollout")
+    p.add_argument("--norm-adv", default=True, **flag, help="normalise advantages per minibatch")
+    p.add_argument("--clip-coef", type=float, default=0.2, help="epsilon of L^CLIP")
+    p.add_argument("--clip-vloss", default=True, **flag, help="clip the value loss like L^CLIP")
+    p.add_argument("--ent-coef", type=float, default=0.01, help="entropy bonus weight")
+    p.add_argument("--vf-coef", type=float, default=0.5, help="value loss weight")
+    p.add_argument("--max-grad-norm", type=float, default=0.5, help="clip the global gradient norm")
+    p.add_argument("--target-kl", type=float, default=None,
+                   help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
+    p.add_argument("--norm-reward", default=True, **flag,
+                   help="scale rewards by a running std of the discounted return: a critic fits returns of 10 or "
+                        "100 slowly (benchmarks/README.md, Chase); the logged returns stay the game's own")
+    p.add_argument("--bootstrap-truncation", default=True, **flag,
+                   help="bootstrap V(final obs) on time-limit ends; false: terminal, as in CleanRL")
+    # The game (GodotEnv's settings)
+    p.add_argument("--env-path", default=None,
+                   help="the exported game (a .x86_64 file on Linux); omitted: press Play in the editor")
+    p.add_argument("--n-parallel", type=int, default=1, help="game processes, on ports port, port+1, ...")
+    p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action")
+    # Evaluation
+    p.add_argument("--eval-checkpoint", default=None,
+                   help="play this saved model in the game (--env-path, or the editor) instead of training")
+    p.add_argument("--eval-episodes", type=int, default=10,
+                   help="at least this many episodes for --eval-checkpoint, as many from every agent")
+    # section 9: a bad value ends the run here, in one line; --resume takes the saved run's flags
+    return check_args(p.parse_args(argv), sys.argv[1:] if argv is None else argv)
+
+
+# ================================================================================================
+# 2. Environment: every agent of every game as one vector env
+# ================================================================================================
+class GodotVecEnv:
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API: step() returns
+    (obs, reward, terminated, truncated, infos), infos["episode"] / ["_episode"] hold finished
+    episodes like RecordEpisodeStatistics. Section 9 starts and connects the games."""
+
+    def __init__(self, args):
+        self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
+        self.step_timeout = args.step_timeout
+        space = self.games[0].observation_space
+        self.obs_keys = sorted(space.spaces)  # each agent's observation: these keys' values, concatenated
+        self.obs_sizes = [space[k].shape[0] for k in self.obs_keys]
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (sum(self.obs_sizes),), np.float32)
+        # The actions in the order the game declares them, as its env_info sent them: godot-rl's
+        # Dict space sorts them by name, and the plugin reads an ONNX model's output in declared order
+        declared = self.games[0].env_info["action_space"]
+        declared = declared[0] if isinstance(declared, list) else declared  # one entry per agent, or one for all
+        self.action_heads = [(name, spec["action_type"], int(spec["size"])) for name, spec in declared.items()]
+        if all(kind == "discrete" for _, kind, _ in self.action_heads):  # stored as one index per action
+            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in self.action_heads])
+        else:  # as floats: each discrete action's index, then or before each continuous one's values
+            columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
+            self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
+        self.num_envs = sum(game.num_envs for game in self.games)
+        self.episode_returns = np.zeros(self.num_envs)
+        self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
+        # --norm-reward: the running variance of the discounted return G_t = r_t + gamma G_{t-1}
+        self.norm_reward, self.gamma = args.norm_reward, args.gamma
+        self.return_rms = RunningMeanStd(shape=())
+        self.discounted_return = np.zeros(self.num_envs)
+
+    def observations(self, replies):
+        return np.array([np.concatenate([agent[k] for k in self.obs_keys])
+                         for reply in replies for agent in reply["obs"]], dtype=np.float32)
+
+    def reset(self, seed=None):
+        self.discounted_return[:] = 0.0
+        for game in self.games:
+            game._send_as_json({"type": "reset"})
+        replies = [receive(game, self.step_timeout) for game in self.games]
+        check_obs_keys(self.games, replies, self.obs_keys)  # section 9
+        return self.observations(replies), {}
+
+    def step(self, actions):
+        # Send every game its agents' actions first, so the games simulate side by side.
+        first = 0
+        for game in self.games:
+            agents = actions[first:first + game.num_envs]
+            first += game.num_envs
+            game._send_as_json({"type": "action", "action": [to_game_action(a, self.action_heads) for a in agents]})
+        replies = [receive(game, self.step_timeout) for game in self.games]
+        reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
+        done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
+        info = [i for reply in replies for i in reply.get("info", [{}] * len(reply["done"]))]
+        # A game that resets on the next step says so in info (the module docstring has both ways);
+        # only then is the observation sent with done a final one, which a time-out bootstraps from
+        resets_next_step = np.array(["autoreset" in i for i in info])
+        autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
+        truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
+
+        self.episode_returns += reward  # logged as the game gave them, whatever --norm-reward does
+        self.episode_lengths += ~autoreset  # an autoreset step is not part of any episode
+        infos = {"autoreset": autoreset}
+        if done.any():
+            infos.update({"episode": {"r": np.where(done, self.episode_returns, 0.0),
+                                      "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
+            self.episode_returns[done] = 0.0
+            self.episode_lengths[done] = 0
+        if self.norm_reward:  # r_t / std(G), G restarted at every episode end; autoreset steps left out
+            self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
+            if not autoreset.all():
+                self.return_rms.update(self.discounted_return[~autoreset])
+            reward = np.clip(reward / np.sqrt(self.return_rms.var + 1e-8), -10, 10).astype(np.float32)
+            self.discounted_return[done] = 0.0
+        return self.observations(replies), reward, done & ~truncated, truncated, infos
+
+    def close(self):
+        close_games(self)  # section 9: each game told, and its process ended
+
+
+def make_envs(args, run_name):
+    with game_errors("the games connected"):  # section 9: a game that fails to start or connect: one line
+        return GodotVecEnv(args)
+
+
+# ================================================================================================
+# 3. Network: separate actor and critic, 64-64 tanh MLPs; a categorical head per discrete action
+#    and a diagonal Gaussian per continuous one, in the order the game declares its actions
+# ================================================================================================
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
+    "continuous", size). An action is a row: one column (the index) per discrete one, size per continuous."""
+
+    def __init__(self, obs_dim, action_heads):
+        super().__init__()
+        self.heads = [(kind, size) for _, kind, size in action_heads]
+        # the actor's output, action by action: a discrete action's n logits, a continuous one's means
+        n_outputs = sum(size for _, size in self.heads)
+        n_continuous = sum(size for kind, size in self.heads if kind == "continuous")
+        if n_continuous:  # std = exp(a learned, state-free log std) for each continuous dimension
+            self.actor_logstd = nn.Parameter(torch.zeros(1, n_continuous))
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 1), std=1.0),
+        )
+        self.actor = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, 64)),
+            nn.Tanh(),
+            layer_init(nn.Linear(64, n_outputs), std=0.01),  # near-uniform policy at the start
+        )
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def policy(self, x):
+        """pi(.|s), the one place the policy's distribution is defined: for each action, a discrete one's
+        log pi of every choice, a continuous one's Gaussian (mean, log std)."""
+        outputs = self.actor(x).split([size for _, size in self.heads], dim=-1)
+        dists, first_logstd = [], 0
+        for (kind, size), output in zip(self.heads, outputs):
+            if kind == "discrete":
+                dists.append(torch.log_softmax(output, dim=-1))
+            else:
+                logstd = self.actor_logstd[:, first_logstd:first_logstd + size].expand_as(output)
+                dists.append((output, logstd))
+                first_logstd += size
+        return dists
+
+    def get_action(self, x):
+        """Rollout-time sampling only: a_t ~ pi(.|s_t). A Gaussian: mean + std * z, z ~ N(0, I), unclipped.
+        A discrete action: argmax(pi / E), E ~ Exp(1): choice a wins with probability pi(a|s), as in
+        torch.multinomial, without its input checks (which cost more than the forward)."""
+        columns = []
+        for (kind, _), dist in zip(self.heads, self.policy(x)):
+            if kind == "discrete":
+                p = dist.exp()
+                columns.append((p / torch.empty_like(p).exponential_()).argmax(dim=-1, keepdim=True))
+            else:
+                action_mean, action_logstd = dist
+                columns.append(action_mean + action_logstd.exp() * torch.randn_like(action_mean))
+        return self.as_action_row(columns)
+
+    def get_greedy_action(self, x):
+        """The most likely action: each Gaussian's mean, each discrete action's argmax."""
+        return self.as_action_row([dist.argmax(dim=-1, keepdim=True) if kind == "discrete" else dist[0]
+                                   for (kind, _), dist in zip(self.heads, self.policy(x))])
+
+    def as_action_row(self, columns):
+        """Integer columns when every action is discrete, else floats (an index is exact in a float)."""
+        if all(kind == "discrete" for kind, _ in self.heads):
+            return torch.cat(columns, dim=-1)
+        return torch.cat([c.float() for c in columns], dim=-1)
+
+    def evaluate_actions(self, x, action):
+        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
+        actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
+        logprob, entropy, column = 0, 0, 0
+        for (kind, size), dist in zip(self.heads, self.policy(x)):
+            if kind == "discrete":
+                log_pi = dist
+                logprob = logprob + log_pi.gather(-1, action[..., column:column + 1].long()).squeeze(-1)
+                entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
+                column += 1
+            else:
+                action_mean, action_logstd = dist
+                # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
+                z = (action[..., column:column + size] - action_mean) / action_logstd.exp()
+                logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+                entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
+                column += size
+        return logprob, entropy, self.critic(x)
+
+
+# ================================================================================================
+# 4. Rollout: num_steps steps of every agent with the current policy
+# ================================================================================================
+def make_storage(args, envs):
+    """One row per (step, env). Numpy, the envs' own format, where CleanRL keeps torch tensors: a
+    row write costs ~0.5 us in numpy against ~4 us in torch, and torch sees the rollout once, after it."""
+    rows = (args.num_steps, args.num_envs)
+    return argparse.Namespace(
+        obs=np.zeros(rows + envs.single_observation_space.shape, dtype=np.float32),
+        actions=np.zeros(rows + envs.single_action_space.shape, dtype=envs.single_action_space.dtype),
+        rewards=np.zeros(rows, dtype=np.float32),
+        terminations=np.zeros(rows, dtype=np.float32),
+        truncations=np.zeros(rows, dtype=np.float32),
+        is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
+    )
+
+
+def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device):
+    """Fills storage; returns (next_obs, next_done, global_step). No reset: the episodes go on from the
+    last rollout (a reset here would cap every episode at num_steps steps)."""
+    for step in range(len(storage.obs)):
+        global_step += envs.num_envs
+        storage.obs[step] = next_obs
+
+        # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
+        with torch.inference_mode():
+            action = agent.get_action(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+        action = action.cpu().numpy()
+        storage.actions[step] = action
+
+        next_obs, reward, terminated, truncated, infos = envs.step(action)
+        storage.is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
+        storage.rewards[step] = reward
+        storage.terminations[step] = terminated
+        storage.truncations[step] = truncated
+        next_done = terminated | truncated
+
+        if "episode" in infos:  # RecordEpisodeStatistics: episodes that ended this step
+            for i in np.nonzero(infos["_episode"])[0]:
+                episodic_return = float(infos["episode"]["r"][i])
+                print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
+    check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
+    return next_obs, next_done, global_step
+
+
+# ================================================================================================
+# 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
+# ================================================================================================
+def rollout_logprobs_and_values(agent, storage, next_obs, device):
+    """log pi_old(a_t|s_t), V(s_t) of every row, and V(next_obs). CleanRL computes them in the rollout, step
+    by step; the policy has not changed since, so one forward over all rows gives them at one step's cost."""
+    with torch.inference_mode():
+        logprobs, _, values = agent.evaluate_actions(
+            torch.as_tensor(storage.obs, device=device), torch.as_tensor(storage.actions, device=device))
+        next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+    return logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy(), next_value.flatten().cpu().numpy()
+
+
+def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
+    is V of the observation step t returned: when step t ends an episode, its final observation, so a
+    truncated episode bootstraps from V(s_final) at no extra cost."""
+    num_steps = rewards.shape[0]
+    advantages = np.zeros_like(rewards)
+    dones = np.maximum(terminations, truncations)
+    lastgaelam = 0.0
+    for t in reversed(range(num_steps)):
+        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+        # ALGO: delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
+        delta = rewards[t] + gamma * nextvalues * (1.0 - terminations[t]) - values[t]
+        # ALGO: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}; any episode end cuts it
+        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
+        advantages[t] = lastgaelam
+    return advantages, advantages + values  # A_t, and the value targets R_t = A_t + V(s_t)
+
+
+# ================================================================================================
+# 6. Update: update_epochs passes of minibatch gradient steps on the clipped objective
+# ================================================================================================
+def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device):
+    """Trains on the rollout's real transitions. Returns what TensorBoard shows of it: the last
+    minibatch's losses, KL estimates and gradient norm; clipfrac over every minibatch."""
+    keep = storage.is_transition.reshape(-1)  # the autoreset rows are no transitions
+
+    def batch(x):  # (num_steps, num_envs, ...) -> (n_transitions, ...) tensor
+        return torch.as_tensor(x.reshape((-1,) + x.shape[2:])[keep], device=device)
+
+    b_obs, b_actions, b_logprobs = batch(storage.obs), batch(storage.actions), batch(logprobs)
+    b_advantages, b_returns, b_values = batch(advantages), batch(returns), batch(values)
+
+    clipfracs = []
+    stop_early = False
+    for epoch in range(args.update_epochs):
+        # a new shuffle every epoch: consecutive rows of one env are correlated
+        for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
+            newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
+            logratio = newlogprob - b_logprobs[mb_inds]
+            ratio = logratio.exp()  # ALGO: r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t)
+
+            with torch.no_grad():
+                # KL(pi_old || pi_theta) estimators, http://joschu.net/blog/kl-approx.html
+                old_approx_kl = (-logratio).mean()
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+            mb_advantages = b_advantages[mb_inds]
+            # dropping the autoreset rows can leave a 1-row minibatch, which has no std
+            if args.norm_adv and len(mb_advantages) > 1:
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+            # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+            pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+            # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
+            newvalue = newvalue.flatten()
+            mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
+            if args.clip_vloss:
+                v_loss_unclipped = (newvalue - mb_returns) ** 2
+                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                v_loss_clipped = (v_clipped - mb_returns) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            else:
+                v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
+
+            # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi]
+            entropy_loss = entropy.mean()
+            loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
+                raise FloatingPointError("non-finite loss or gradient")
+            optimizer.step()
+
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                stop_early = True  # leave both loops: the policy moved far enough
+                break
+        if stop_early:
+            break
+    # explained variance 1 - Var(R - V) / Var(R): 1 when V(s_t) predicted the returns, <= 0 when not
+    y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
+    var_y = np.var(y_true)
+    return {"losses/explained_variance": np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y,
+            "losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
+            "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
+            "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
+            "diagnostics/grad_norm": grad_norm.item(), "diagnostics/update_epochs_done": epoch + 1}
+
+
+# ================================================================================================
+# 7. The training loop: rollout, advantages, update, logging
+# ================================================================================================
+def train(args):
+    # TRY NOT TO MODIFY: seeding, threads, device
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.set_num_threads(args.torch_threads)
+    device = torch.device("cuda" if args.cuda else "cpu")
+
+    run = GameRun(args)  # section 9: the log folder (a new one, or the resumed run's), checkpoints, stops
+    envs = make_envs(args, run.name)
+    set_batch_sizes(args, envs)  # section 9: the game decides how many agents (envs), so the batch
+    agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads).to(device)
+    # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+    storage = make_storage(args, envs)
+
+    # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
+    with run.guard(envs, agent, optimizer):
+        next_obs, next_done, global_step = run.start()  # new episodes, or those --resume saved
+        for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
+            if args.anneal_lr:  # linearly from --learning-rate to 0
+                optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
+
+            next_obs, next_done, global_step = collect_rollout(
+                envs, agent, storage, next_obs, next_done, global_step, run.writer, device)
+            logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
+            terminations = storage.terminations
+            if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
+                terminations = np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                                              next_value, args.gamma, args.gae_lambda)
+            stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
+            stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
+            for tag, value in stats.items():
+                run.writer.add_scalar(tag, value, global_step)
+            run.end_iteration(iteration, next_obs, next_done, global_step)  # logs SPS: a boundary
+    return run.dir
+
+
+# ================================================================================================
+# 8. Evaluation: play a checkpoint in the game, greedy or sampled
+# ================================================================================================
+def evaluate(args, greedy=True):
+    """Episode returns of the saved policy: greedy plays the most likely action, else a ~ pi(.|s). Every
+    agent's first episodes count, as many from each (counting the first to end would favour short ones)."""
+    checkpoint = load_checkpoint(args.eval_checkpoint)
+    policy_name = "greedy" if greedy else "sampled"
+    envs = make_envs(args, run_name=None)
+    with game_errors("the policy played"), contextlib.closing(envs):  # section 9: one line for a game that fails
+        agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads)
+        load_weights(agent, checkpoint, args.eval_checkpoint)
+        rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
+        episodes_done = np.zeros(envs.num_envs, dtype=int)
+        episodic_returns = []
+        obs, _ = envs.reset(seed=args.seed)
+        while episodes_done.min() < rounds:
+            with torch.inference_mode():
+                obs_tensor = torch.as_tensor(obs)
+                action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
+            obs, _, _, _, infos = envs.step(action.numpy())
+            for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
+                if episodes_done[i] < rounds:
+                    episodic_returns.append(float(infos["episode"]["r"][i]))
+                    print(f"{policy_name} eval_episode={len(episodic_returns)}, "
+                          f"episodic_return={episodic_returns[-1]:.1f}")
+                episodes_done[i] += 1
+    return episodic_returns
+
+
+# ================================================================================================
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection, the ONNX
+#    export. Nothing below changes what is learned
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -63,70 +533,18 @@ RESUME_FLAGS = ["--total-timesteps", "--env-path", "--port", "--connect-timeout"
                 "--show-window", "--godot-version", "--onnx-export-path"]
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.error = fail  # a bad flag gets one line, not the whole usage text
-    flag = dict(type=str2bool, nargs="?", const=True)  # `--anneal-lr`, `--anneal-lr false`
-    # Experiment
-    p.add_argument("--exp-name", default=os.path.basename(__file__)[: -len(".py")],
-                   help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
-    p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
-    p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    p.add_argument("--torch-deterministic", default=True, **flag,
-                   help="make cuDNN deterministic (GPU); CPU runs are deterministic anyway")
-    p.add_argument("--cuda", default=False, **flag,
-                   help="run the networks on the GPU. Off by default: for these 64-unit networks one "
-                        "CPU core is faster (see benchmarks/README.md, Speed), since each tiny kernel costs "
-                        "more to launch than to run")
-    p.add_argument("--torch-threads", type=int, default=1,
-                   help="CPU threads for torch; for 64-unit nets a 2nd thread gains ~10%% and is "
-                        "several times slower when another process is busy (changes results)")
+def add_plumbing_flags(p, flag):
     p.add_argument("--save-model", default=False, **flag,
-                   help="save the full training state to {log_dir}/{run_name}/{exp_name}.pt at the end "
-                        "(an interrupted or crashed run always saves it)")
+                   help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
+                        "stops early always does)")
     p.add_argument("--resume", default=None,
-                   help=f"continue the run saved in this checkpoint, with its flags and in its log "
-                        f"folder; only {', '.join(RESUME_FLAGS)} may be given again. It unpickles the "
-                        f"saved envs: resume your own checkpoints only")
-    # Algorithm
-    p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
-    p.add_argument("--learning-rate", type=float, default=1e-3,
-                   help="Adam step size; 4x ppo.py's: a game's many agents make big batches, so few "
-                        "updates per step (benchmarks/README.md, the Godot Chase game)")
-    p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
-    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
-    p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
-    p.add_argument("--gae-lambda", type=float, default=0.95,
-                   help="GAE lambda: 1 = Monte-Carlo advantages, 0 = one-step TD")
-    p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")
-    p.add_argument("--update-epochs", type=int, default=4, help="passes over each rollout")
-    p.add_argument("--norm-adv", default=True, **flag, help="normalise advantages per minibatch")
-    p.add_argument("--clip-coef", type=float, default=0.2, help="epsilon of L^CLIP")
-    p.add_argument("--clip-vloss", default=True, **flag, help="clip the value loss like L^CLIP")
-    p.add_argument("--ent-coef", type=float, default=0.01, help="entropy bonus weight")
-    p.add_argument("--vf-coef", type=float, default=0.5, help="value loss weight")
-    p.add_argument("--max-grad-norm", type=float, default=0.5, help="clip the global gradient norm")
-    p.add_argument("--target-kl", type=float, default=None,
-                   help="stop this update's epochs once approx_kl exceeds it (e.g. 0.015); "
-                        "lower it if approx_kl spikes above 0.05")
-    p.add_argument("--norm-reward", default=True, **flag,
-                   help="scale rewards by a running std of the discounted return, restarted at every episode "
-                        "end: a game's rewards come at any scale, and a critic that must output returns of 10 "
-                        "or 100 fits them slowly (benchmarks/README.md, the Godot Chase game); the logged "
-                        "episodic returns stay the game's own")
-    p.add_argument("--bootstrap-truncation", default=True, **flag,
-                   help="bootstrap V(final obs) on time-limit ends; false = treat them as "
-                        "terminal, like CleanRL (for comparison)")
-    # The game (GodotEnv's settings)
-    p.add_argument("--env-path", default=None,
-                   help="the exported game (a .x86_64 file on Linux); omitted: press Play in the editor")
-    p.add_argument("--n-parallel", type=int, default=1, help="game processes, on ports port, port+1, ...")
+                   help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
+                        f"{', '.join(RESUME_FLAGS)}); a resumed game starts new episodes")
     p.add_argument("--port", type=int, default=GodotEnv.DEFAULT_PORT, help="TCP port of the first game")
     p.add_argument("--speedup", type=int, default=None, help="game time runs this many times faster")
     p.add_argument("--framerate", type=int, default=60,
-                   help="fixed physics frames per game second (Godot's --fixed-fps): the game runs as "
-                        "fast as training allows instead of in real time; 0 = real time")
-    p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action")
+                   help="physics frames per game second (Godot's --fixed-fps), as fast as training goes; "
+                        "0: real time")
     p.add_argument("--show-window", default=False, **flag, help="render the game in a window")
     p.add_argument("--godot-version", type=int, choices=[3, 4], default=4,
                    help="the engine the game was exported with, for how to start it without a window: 4 passes "
@@ -140,13 +558,10 @@ def parse_args(argv=None):
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
-    # Evaluation
-    p.add_argument("--eval-checkpoint", default=None,
-                   help="play this saved model in the game (--env-path, or the editor) instead of training")
-    p.add_argument("--eval-episodes", type=int, default=10,
-                   help="at least this many episodes for --eval-checkpoint, as many from every agent")
-    args = p.parse_args(argv)
 
+
+def check_args(args, argv):
+    """Bad values end here with one line; --resume returns the saved run's flags instead."""
     for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "torch_threads",
                  "n_parallel", "eval_episodes"):
         if getattr(args, name) <= 0:
@@ -162,9 +577,35 @@ def parse_args(argv=None):
     args.env_id = os.path.basename(args.env_path).split(".")[0] if args.env_path else "godot-editor"
     if args.env_path:  # the game runs from wherever the run continues (--resume)
         args.env_path = os.path.abspath(args.env_path)
-    if args.resume:
-        args = resumed_args(args, sys.argv[1:] if argv is None else argv)
-    return args
+    return resumed_args(args, argv) if args.resume else args
+
+
+def set_batch_sizes(args, envs):
+    """The game decides how many agents (envs) there are, and what each observes and does; the
+    batch follows from it. The layouts go into the checkpoint, for an ONNX export without a game."""
+    args.num_envs = envs.num_envs
+    args.obs_layout = list(zip(envs.obs_keys, envs.obs_sizes))
+    args.action_heads = envs.action_heads
+    if args.onnx_export_path and onnx_name_clash(envs.obs_keys):  # found now, not after training
+        envs.close()
+        fail(onnx_name_clash(envs.obs_keys))
+    args.batch_size = args.num_envs * args.num_steps
+    problem = minibatch_problem(args.batch_size, args.num_minibatches,
+                                f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
+    if problem:
+        envs.close()
+        fail(problem)
+    args.num_iterations = max(1, args.total_timesteps // args.batch_size)
+
+
+def minibatch_problem(batch_size, num_minibatches, batch):
+    """Why the batch cannot be split into these minibatches, or None."""
+    if batch_size % num_minibatches != 0:
+        return f"the batch ({batch}) does not divide into --num-minibatches {num_minibatches}"
+    if batch_size // num_minibatches < 2:  # advantages are normalised by their std, which one row lacks
+        return (f"--num-minibatches {num_minibatches} splits the batch of {batch_size} rows into "
+                f"minibatches of 1 row; each needs at least 2")
+    return None
 
 
 def resumed_args(args, argv):
@@ -179,38 +620,15 @@ def resumed_args(args, argv):
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
-    resumed.num_iterations = max(1, resumed.total_timesteps // resumed.batch_size)
     saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
     if saved is None:
         fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
-    if saved["iteration"] >= resumed.num_iterations:
+    if saved["global_step"] + resumed.batch_size > resumed.total_timesteps:  # no rollout left to do
         fail(f"the run in {args.resume} already did its {saved['global_step']} steps; give a larger "
              f"--total-timesteps to continue it")
     if resumed.cuda and not torch.cuda.is_available():
         fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
     return resumed
-
-
-def set_batch_sizes(args, envs):
-    """The game decides how many agents (envs) there are, and what each observes and does; the
-    batch follows from it. The layouts go into the checkpoint, for an ONNX export without a game."""
-    args.num_envs = envs.num_envs
-    args.obs_layout = list(zip(envs.obs_keys, envs.obs_sizes))
-    args.action_heads = envs.action_heads
-    if args.onnx_export_path and onnx_name_clash(envs.obs_keys):  # found now, not after training
-        envs.close()
-        fail(onnx_name_clash(envs.obs_keys))
-    args.batch_size = args.num_envs * args.num_steps
-    if args.batch_size % args.num_minibatches != 0:
-        envs.close()
-        fail(f"the batch ({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}) "
-             f"does not divide into --num-minibatches {args.num_minibatches}")
-    args.minibatch_size = args.batch_size // args.num_minibatches
-    if args.minibatch_size < 2:  # advantages are normalised by their std, which one row lacks
-        envs.close()
-        fail(f"--num-minibatches {args.num_minibatches} splits the batch of {args.batch_size} rows into "
-             f"minibatches of 1 row; each needs at least 2")
-    args.num_iterations = max(1, args.total_timesteps // args.batch_size)
 
 
 def fail(message):
@@ -223,9 +641,298 @@ class EnvFault(Exception):
     """The env returned a NaN or inf: its fault, not the learning's."""
 
 
-# ================================================================================================
-# 2. Environment
-# ================================================================================================
+def check_env_output(storage, next_obs, global_step):
+    """A NaN or inf from the env would reach every loss: name it, before any update sees it."""
+    if not (np.isfinite(storage.obs).all() and np.isfinite(next_obs).all()):
+        raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
+    if not np.isfinite(storage.rewards).all():
+        raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
+
+
+def get_env_state(envs):
+    """A copy of the game's reward statistics, for --resume."""
+    return {"return_rms": copy.deepcopy(envs.return_rms)}
+
+
+def set_env_state(envs, state):
+    """Put back the statistics get_env_state saved."""
+    envs.return_rms = state["return_rms"]
+
+
+class Run:
+    """What keeps a run safe, around train()'s loop: the log folder and TensorBoard writer, --resume,
+    checkpoints, Ctrl-C and kill, faults. Whatever a hack adds as a module of Agent, or to the
+    optimizer, is saved and resumed with it (state_dict); a tensor kept elsewhere on the agent is
+    named when the run saves, since it is not saved.
+
+    Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
+    kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
+    the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
+    the save they would cut short completes."""
+
+    def __init__(self, args):
+        self.args = args
+        if args.resume:  # the same log folder: TensorBoard shows one run
+            self.dir = os.path.dirname(args.resume) or "."
+        else:
+            self.dir = f"{args.log_dir}/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.name = os.path.basename(os.path.abspath(self.dir))
+        self.model_path = f"{self.dir}/{args.exp_name}.pt"
+        self.writer, self.boundary, self.stop_requested = None, None, []
+
+    @contextlib.contextmanager
+    def guard(self, envs, agent, optimizer):
+        self.envs, self.agent, self.optimizer = envs, agent, optimizer
+        try:  # made once the envs are up, so that bad input leaves no empty run folder behind
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as e:
+            envs.close()
+            fail(f"cannot make the log folder {self.dir}: {e.strerror}")
+        # From an update's first gradient step to its end the weights are between two boundaries
+        step_hook = optimizer.register_step_post_hook(lambda *_: setattr(self, "boundary", None))
+        previous_handlers = {s: signal.signal(s, self.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        # The writer writes from a thread of its own. A failed write (disk full) reaches us at the
+        # next add_scalar as an OSError; the thread's own traceback would only repeat it.
+        previous_excepthook = threading.excepthook
+        threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
+        try:
+            yield self
+            kept = f" {self.save(exact=True)}" if self.args.save_model else ""
+            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`.{kept}")
+        except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
+            print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
+            sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
+        except EnvFault as e:  # caught before any update saw the bad values
+            fail(f"{e}: a fault of the env, not of the learning. {self.save()}")
+        except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
+            fail(f"{e} at global_step={self.global_step + self.args.batch_size}; try a lower "
+                 f"--learning-rate. {self.save()}")
+        except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
+            try:
+                kept = self.save()
+            except OSError:
+                kept = "The checkpoint could not be written either."
+            fail(f"writing to {self.dir} failed ({e.strerror or e}). {kept}")
+        except SystemExit:  # bad input found on the way in: nothing was learned
+            raise
+        except BaseException:
+            print(f"crashed at global_step={self.global_step} or after. {self.save()}", file=sys.stderr)
+            raise
+        finally:
+            envs.close()
+            if self.writer is not None:
+                with contextlib.suppress(OSError):  # a writer that failed to write fails again here
+                    self.writer.close()
+            step_hook.remove()
+            for stop_signal, handler in previous_handlers.items():
+                signal.signal(stop_signal, handler)
+            threading.excepthook = previous_excepthook
+
+    def request_stop(self, signum, frame):
+        self.stop_requested.append(signum)
+        if len(self.stop_requested) == 2:
+            raise KeyboardInterrupt
+
+    def start(self):
+        """(next_obs, next_done, global_step) to start from: new episodes, or for --resume the saved
+        run's weights, optimizer, random generators and, where they were saved, episodes."""
+        args, iteration, global_step = self.args, 0, 0
+        next_done = np.zeros(args.num_envs, dtype=bool)
+        saved = None
+        if args.resume:
+            checkpoint = load_checkpoint(args.resume)
+            saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
+            iteration, global_step = saved["iteration"], saved["global_step"]
+            load_weights(self.agent, checkpoint, args.resume)
+            self.optimizer.load_state_dict(saved["optimizer"])
+            random.setstate(saved["rng"]["python"])
+            np.random.set_state(saved["rng"]["numpy"])
+            torch.set_rng_state(saved["rng"]["torch"])
+            if args.cuda:
+                torch.cuda.set_rng_state(saved["rng"]["cuda"])
+            set_env_state(self.envs, saved["envs"])
+        if saved is not None and self.restore_episodes(saved["envs"]):
+            next_obs, next_done = saved["next_obs"], saved["next_done"]
+        else:
+            if args.resume:
+                print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
+                      f"stopped on a fault); the envs start new ones")
+            next_obs, _ = self.envs.reset(seed=args.seed + global_step)
+        self.first_iteration, self.first_step = iteration + 1, global_step
+        self.mark_boundary(iteration, next_obs, next_done, global_step)
+        # A resumed run hides the events its first life logged after the saved boundary
+        self.writer = SummaryWriter(self.dir, purge_step=global_step + 1 if args.resume else None)
+        if not args.resume:
+            self.writer.add_text(
+                "hyperparameters",
+                "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
+            )
+        self.start_time = self.last_status = time.time()
+        return next_obs, next_done, global_step
+
+    def iterations(self):
+        """The iterations left, each one rollout and one update; a stop asked for ends them here."""
+        for iteration in range(self.first_iteration, self.args.num_iterations + 1):
+            if self.stop_requested:
+                raise KeyboardInterrupt
+            yield iteration
+        if self.stop_requested:  # a signal during the last iteration still stops and saves
+            raise KeyboardInterrupt
+
+    def end_iteration(self, iteration, next_obs, next_done, global_step):
+        """Logs SPS, prints the progress every 10 s, and marks the boundary a stop saves."""
+        sps = int((global_step - self.first_step) / (time.time() - self.start_time))
+        self.writer.add_scalar("charts/SPS", sps, global_step)
+        if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
+            self.last_status = time.time()
+            iterations_done = iteration - self.first_iteration + 1
+            eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
+            print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
+        self.mark_boundary(iteration, next_obs, next_done, global_step)
+
+    def mark_boundary(self, iteration, next_obs, next_done, global_step):
+        """Where a run that stops on a fault resumes (with new episodes)."""
+        self.boundary = {"iteration": iteration, "global_step": global_step, "envs": get_env_state(self.envs)}
+        self.next_obs, self.next_done, self.global_step = next_obs, next_done, global_step
+
+    def save(self, exact=False):
+        """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
+        (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
+        episodes from the last boundary; inside an update (boundary None), the weights only."""
+        resume = None
+        if self.boundary is not None:
+            rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+            if self.args.cuda:
+                rng["cuda"] = torch.cuda.get_rng_state()
+            resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
+                      "next_obs": self.next_obs, "next_done": self.next_done}
+            if exact:
+                resume["envs"] = {**get_env_state(self.envs), **self.save_episodes()}
+        kept = save_checkpoint(self.model_path, self.args, self.agent, resume)
+        unsaved = unsaved_tensors(self.agent)
+        if unsaved:
+            kept += (f". Not saved: {', '.join(unsaved)} (tensors kept on the agent, not registered with "
+                     f"register_buffer or nn.Parameter): a resumed run starts them anew")
+        return kept
+
+    def save_episodes(self):
+        """The sub-envs, pickled, and which of them reset on the next step; empty when they cannot
+        be saved. cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs
+        (MuJoCo, Box2D) pickle as freshly made ones: their state cannot be saved."""
+        vector_env = self.envs.unwrapped
+        if any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
+            return {}
+        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
+            return {"sub_envs": cloudpickle.dumps(vector_env.envs), "autoreset": vector_env._autoreset_envs.copy()}
+        return {}
+
+    def restore_episodes(self, state):
+        """Put back the sub-envs save_episodes saved; False when there are none."""
+        if state.get("sub_envs") is None:
+            return False
+        vector_env = self.envs.unwrapped
+        for env in vector_env.envs:
+            env.close()
+        vector_env.envs = pickle.loads(state["sub_envs"])
+        vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
+        return True
+
+
+class GameRun(Run):
+    """Run, for a game. A running game's episodes cannot be saved: a resumed run starts new ones. A
+    game that dies, freezes or never connects ends the run with one line and exit 1, what was learned
+    saved. --onnx-export-path exports the policy at the end, on Ctrl-C or kill, and on a game fault."""
+
+    @contextlib.contextmanager
+    def guard(self, envs, agent, optimizer):
+        with super().guard(envs, agent, optimizer):
+            try:
+                yield self
+            except GameError as e:
+                print(f"ppo_godot.py: error: {e}. {self.save()}", file=sys.stderr)
+                if self.args.onnx_export_path:
+                    print(self.export_or_say_why())
+                sys.exit(1)
+            except KeyboardInterrupt:  # Run saves, then exits 130 or 143
+                if self.args.onnx_export_path:
+                    print(self.export_or_say_why())
+                raise
+        if self.args.onnx_export_path:
+            try:
+                print(export_onnx(agent, self.args.obs_layout, self.args.onnx_export_path))
+            except OSError as e:
+                fail(f"exporting to {self.args.onnx_export_path} failed ({e.strerror or e}). {self.save(exact=True)}")
+
+    def start(self):
+        try:
+            return super().start()
+        except GameError as e:  # before anything was learned
+            fail(str(e))
+
+    def save_episodes(self):
+        return {}
+
+    def export_or_say_why(self):
+        """The ONNX export on a run's way out, which must not end in a traceback."""
+        try:
+            return export_onnx(self.agent, self.args.obs_layout, self.args.onnx_export_path)
+        except OSError as e:
+            return f"The ONNX export to {self.args.onnx_export_path} failed ({e.strerror or e})"
+
+
+def unsaved_tensors(agent):
+    """Tensors and arrays kept as plain attributes of the agent's modules: state_dict leaves them out."""
+    return [f"{type(module).__name__}.{name}" for module in agent.modules() for name, value in vars(module).items()
+            if not name.startswith("_") and isinstance(value, (torch.Tensor, np.ndarray))]
+
+
+def save_checkpoint(path, args, agent, resume):
+    """Saves the weights and flags (all that evaluation reads) and, pickled, the state --resume
+    needs (None: the weights are not those of an update boundary). Returns what it saved, in words."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
+        torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
+                    "resume": pickle.dumps(resume)}, path + ".tmp")
+    except RuntimeError:  # how torch reports a failed write
+        with contextlib.suppress(OSError):
+            os.remove(path + ".tmp")
+        raise OSError(f"cannot write {path}") from None
+    os.replace(path + ".tmp", path)
+    if resume is None:
+        return f"The model is saved to {path} (stopped inside an update: it cannot be resumed)"
+    return (f"The state at global_step={resume['global_step']} is saved to {path} "
+            f"(continue it with --resume {path})")
+
+
+def load_checkpoint(path):
+    """A checkpoint that this script saved, or one line saying why the file is not one."""
+    script = os.path.basename(__file__)
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # runs no code from the file
+    except FileNotFoundError:
+        fail(f"no such checkpoint: {path!r}")
+    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
+        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
+    if not isinstance(checkpoint, dict) or "script" not in checkpoint:
+        fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
+    if checkpoint["script"] != script:
+        fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
+    return checkpoint
+
+
+def load_weights(agent, checkpoint, path):
+    """The saved weights into this Agent, or one line naming what does not fit (a module a hack
+    added or removed since the checkpoint was saved, or another env's sizes)."""
+    try:
+        agent.load_state_dict(checkpoint["model"])
+    except RuntimeError as e:
+        fail(f"{path}: its weights do not fit this Agent ({' '.join(str(e).split())[:300]})")
+
+
+# ------------------------------------------------------------------------------------------------
+# The game's connection: each game started by this process, every wait on it guarded
+# ------------------------------------------------------------------------------------------------
 class GameError(Exception):
     """A game process died, froze or never connected."""
 
@@ -332,151 +1039,53 @@ class GuardedGodotEnv(GodotEnv):
                             f"{waiting_for}: {message[:60]!r}") from None
 
 
-class GodotVecEnv:
-    """All agents of --n-parallel game processes as one vector env with gymnasium 1.0's API:
-    step() returns (obs, reward, terminated, truncated, infos), infos["episode"] / ["_episode"]
-    hold finished episodes like RecordEpisodeStatistics. GuardedGodotEnv connects to each game and
-    reads its spaces. This process starts the games itself, so it can always end them."""
+def start_games(args):
+    """The --n-parallel games, started and connected (GuardedGodotEnv), each agent with the spaces
+    of the first game's agent 0 (one policy drives them all), and their processes."""
+    games = argparse.Namespace(games=[], procs=[])
+    try:
+        for i in range(args.n_parallel):
+            games.games.append(connect(args, args.port + i, args.seed + i, games.procs))
+    except BaseException:
+        close_games(games)
+        raise
+    first = (games.games[0].observation_spaces[0], games.games[0].action_spaces[0])
+    for game in games.games:
+        for agent, spaces in enumerate(zip(game.observation_spaces, game.action_spaces)):
+            if spaces != first:
+                close_games(games)
+                fail(f"agent {agent} of the game on port {game.port} has other spaces than agent 0 of the "
+                     f"first game ({spaces[0]}, {spaces[1]} against {first[0]}, {first[1]}): one policy "
+                     f"drives every agent, so all must observe and act alike")
+    space = games.games[0].observation_space
+    if any(len(space[k].shape) != 1 or "2d" in k for k in space.spaces):
+        close_games(games)
+        fail(f"only flat (vector) observations are supported; the game sends {space}")
+    return games.games, games.procs
 
-    def __init__(self, args):
-        self.games, self.procs, self.step_timeout = [], [], args.step_timeout
+
+def connect(args, port, seed, procs):
+    with socket.socket() as probe:  # fail now, not after starting a game that cannot connect
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
         try:
-            for i in range(args.n_parallel):
-                self.games.append(self.connect(args, args.port + i, args.seed + i))
-        except BaseException:
-            self.close()
-            raise
-        # one policy for every agent: each agent of each game must have agent 0's spaces
-        first = (self.games[0].observation_spaces[0], self.games[0].action_spaces[0])
-        for game in self.games:
-            for agent, spaces in enumerate(zip(game.observation_spaces, game.action_spaces)):
-                if spaces != first:
-                    self.close()
-                    fail(f"agent {agent} of the game on port {game.port} has other spaces than agent 0 of the "
-                         f"first game ({spaces[0]}, {spaces[1]} against {first[0]}, {first[1]}): one policy "
-                         f"drives every agent, so all must observe and act alike")
-        space = self.games[0].observation_space
-        self.obs_keys = sorted(space.spaces)  # each agent's observation: these keys' values, concatenated
-        if any(len(space[k].shape) != 1 or "2d" in k for k in self.obs_keys):
-            self.close()
-            fail(f"only flat (vector) observations are supported; the game sends {space}")
-        self.obs_sizes = [space[k].shape[0] for k in self.obs_keys]
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (sum(self.obs_sizes),), np.float32)
-        # The actions in the order the game declares them, as its env_info sent them: godot-rl's
-        # Dict space sorts them by name, and the plugin reads an ONNX model's output in declared order
-        declared = self.games[0].env_info["action_space"]
-        declared = declared[0] if isinstance(declared, list) else declared  # one entry per agent, or one for all
-        self.action_heads = [(name, spec["action_type"], int(spec["size"])) for name, spec in declared.items()]
-        if all(kind == "discrete" for _, kind, _ in self.action_heads):  # stored as one index per action
-            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in self.action_heads])
-        else:  # as floats: each discrete action's index, then or before each continuous one's values
-            columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
-            self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
-        self.num_envs = sum(game.num_envs for game in self.games)
-        self.episode_returns = np.zeros(self.num_envs)
-        self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
-        # --norm-reward: the running variance of the discounted return G_t = r_t + gamma G_{t-1}
-        self.norm_reward, self.gamma = args.norm_reward, args.gamma
-        self.return_rms = RunningMeanStd(shape=())
-        self.discounted_return = np.zeros(self.num_envs)
-
-    def connect(self, args, port, seed):
-        with socket.socket() as probe:  # fail now, not after starting a game that cannot connect
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError as e:
-                raise GameError(f"port {port} is already in use ({e.strerror}): another training run "
-                                f"or game holds it; pick another --port")
-        if args.env_path is None:
-            print(f"waiting up to {args.connect_timeout:.0f} s on port {port}: press Play in the Godot editor")
-        else:  # GodotEnv's command line, started here so that this process owns the game
-            command = [os.path.abspath(args.env_path), f"--port={port}", f"--env_seed={seed}"]
-            if not args.show_window:
-                command += ["--disable-render-loop", "--headless" if args.godot_version == 4 else "--no-window"]
-            if args.framerate:
-                command += ["--fixed-fps", str(args.framerate)]
-            if args.action_repeat:
-                command.append(f"--action_repeat={args.action_repeat}")
-            if args.speedup:
-                command.append(f"--speedup={args.speedup}")
-            self.procs.append(subprocess.Popen(command, start_new_session=True))
-        return GuardedGodotEnv(port, self.procs[-1] if args.env_path else None, args.connect_timeout)
-
-    def receive(self, game):
-        return game.receive(time.monotonic() + self.step_timeout, "playing", f"{self.step_timeout:.0f} s")
-
-    def observations(self, replies):
-        return np.array([np.concatenate([agent[k] for k in self.obs_keys])
-                         for reply in replies for agent in reply["obs"]], dtype=np.float32)
-
-    def reset(self, seed=None):
-        self.discounted_return[:] = 0.0
-        for game in self.games:
-            game._send_as_json({"type": "reset"})
-        replies = [self.receive(game) for game in self.games]
-        for game, reply in zip(self.games, replies):  # the plugin feeds every key of get_obs() to an ONNX model
-            sent = set(reply["obs"][0])
-            if sent != set(self.obs_keys):
-                raise GameError(f"the game on port {game.port} sends the observation keys {sorted(sent)} but "
-                                f"declares {self.obs_keys} in its observation space (get_obs_space): the two "
-                                f"must match, or its ONNX model will refuse the observations in play")
-        return self.observations(replies), {}
-
-    def step(self, actions):
-        # Send every game its agents' actions first, so the games simulate side by side.
-        first = 0
-        for game in self.games:
-            agents = actions[first:first + game.num_envs]
-            first += game.num_envs
-            game._send_as_json({"type": "action", "action": [to_game_action(a, self.action_heads) for a in agents]})
-        replies = [self.receive(game) for game in self.games]
-        reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
-        done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
-        info = [i for reply in replies for i in reply.get("info", [{}] * len(reply["done"]))]
-        # A game that resets on the next step says so in info (the module docstring has both ways);
-        # only then is the observation sent with done a final one, which a time-out bootstraps from
-        resets_next_step = np.array(["autoreset" in i for i in info])
-        autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
-        truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
-
-        self.episode_returns += reward  # logged as the game gave them, whatever --norm-reward does
-        self.episode_lengths += ~autoreset  # an autoreset step is not part of any episode
-        infos = {"autoreset": autoreset}
-        if done.any():
-            infos.update({"episode": {"r": np.where(done, self.episode_returns, 0.0),
-                                      "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
-            self.episode_returns[done] = 0.0
-            self.episode_lengths[done] = 0
-        if self.norm_reward:  # r_t / std(G), G restarted at every episode end; autoreset steps left out
-            self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
-            if not autoreset.all():
-                self.return_rms.update(self.discounted_return[~autoreset])
-            reward = np.clip(reward / np.sqrt(self.return_rms.var + 1e-8), -10, 10).astype(np.float32)
-            self.discounted_return[done] = 0.0
-        return self.observations(replies), reward, done & ~truncated, truncated, infos
-
-    def close(self):
-        # Ctrl-C or kill while closing would leave the games running: ignore them until it is done
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        if in_main_thread:
-            previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            for game in self.games:
-                with contextlib.suppress(OSError, GameError):
-                    game._send_as_json({"type": "close"})
-                    game.connection.close()
-            for proc in self.procs:  # each game runs in its own process group: end all of it
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=2)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            self.games, self.procs = [], []
-        finally:
-            if in_main_thread:
-                for stop_signal, handler in previous.items():
-                    signal.signal(stop_signal, handler)
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise GameError(f"port {port} is already in use ({e.strerror}): another training run "
+                            f"or game holds it; pick another --port")
+    if args.env_path is None:
+        print(f"waiting up to {args.connect_timeout:.0f} s on port {port}: press Play in the Godot editor")
+    else:  # GodotEnv's command line, started here so that this process owns the game
+        command = [os.path.abspath(args.env_path), f"--port={port}", f"--env_seed={seed}"]
+        if not args.show_window:
+            command += ["--disable-render-loop", "--headless" if args.godot_version == 4 else "--no-window"]
+        if args.framerate:
+            command += ["--fixed-fps", str(args.framerate)]
+        if args.action_repeat:
+            command.append(f"--action_repeat={args.action_repeat}")
+        if args.speedup:
+            command.append(f"--speedup={args.speedup}")
+        procs.append(subprocess.Popen(command, start_new_session=True))
+    return GuardedGodotEnv(port, procs[-1] if args.env_path else None, args.connect_timeout)
 
 
 def to_game_action(action, action_heads):
@@ -494,8 +1103,48 @@ def to_game_action(action, action_heads):
     return out
 
 
-def make_envs(args, run_name):
-    # Ctrl-C or kill while the games start and connect: GodotVecEnv ends the games it started
+def receive(game, step_timeout):
+    return game.receive(time.monotonic() + step_timeout, "playing", f"{step_timeout:.0f} s")
+
+
+def check_obs_keys(games, replies, obs_keys):
+    """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared."""
+    for game, reply in zip(games, replies):
+        sent = set(reply["obs"][0])
+        if sent != set(obs_keys):
+            raise GameError(f"the game on port {game.port} sends the observation keys {sorted(sent)} but "
+                            f"declares {obs_keys} in its observation space (get_obs_space): the two "
+                            f"must match, or its ONNX model will refuse the observations in play")
+
+
+def close_games(envs):
+    """Tells each game to close and ends its process group. Ctrl-C or kill while closing would leave
+    the games running: they are ignored until it is done."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for game in envs.games:
+            with contextlib.suppress(OSError, GameError):
+                game._send_as_json({"type": "close"})
+                game.connection.close()
+        for proc in envs.procs:  # each game runs in its own process group: end all of it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        envs.games, envs.procs = [], []
+    finally:
+        if in_main_thread:
+            for stop_signal, handler in previous.items():
+                signal.signal(stop_signal, handler)
+
+
+@contextlib.contextmanager
+def game_errors(doing):
+    """A game that fails outside training: one line. Ctrl-C or kill ends the games (start_games
+    closes what it started), with nothing learned lost."""
     stop_signals = []
 
     def interrupt(signum, frame):
@@ -504,518 +1153,20 @@ def make_envs(args, run_name):
 
     previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return GodotVecEnv(args)
+        yield
     except GameError as e:
         fail(str(e))
-    except KeyboardInterrupt:  # nothing was learned yet
-        print("interrupted while the games connected", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"interrupted while {doing}", file=sys.stderr)
         sys.exit(128 + (stop_signals[0] if stop_signals else signal.SIGINT))
     finally:
         for stop_signal, handler in previous.items():
             signal.signal(stop_signal, handler)
 
 
-def get_env_state(envs, with_sub_envs=True):
-    """The reward statistics, for --resume. A running game's state cannot be saved: a resumed run
-    starts new episodes."""
-    return {"return_rms": copy.deepcopy(envs.return_rms)}
-
-
-def set_env_state(envs, state):
-    """Put the reward statistics back; False: the episodes under way were not saved."""
-    if state is not None:  # None: a checkpoint from before the statistics were saved
-        envs.return_rms = state["return_rms"]
-    return False
-
-
-# ================================================================================================
-# 3. Network: separate actor and critic, 64-64 tanh MLPs; a categorical head per discrete action
-#    and a diagonal Gaussian per continuous one, in the order the game declares its actions
-# ================================================================================================
-def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
-    torch.nn.init.orthogonal_(layer.weight, std)
-    torch.nn.init.constant_(layer.bias, bias_const)
-    return layer
-
-
-class Agent(nn.Module):
-    """action_heads: the game's actions in the order it declares them, each (name, "discrete", n)
-    or (name, "continuous", size). An action is one row of columns in that order: one column (the
-    index) per discrete action, size columns per continuous one."""
-
-    def __init__(self, obs_dim, action_heads):
-        super().__init__()
-        self.heads = [(kind, size) for _, kind, size in action_heads]
-        # the actor's output, action by action: a discrete action's n logits, a continuous one's means
-        n_outputs = sum(size for _, size in self.heads)
-        n_continuous = sum(size for kind, size in self.heads if kind == "continuous")
-        if n_continuous:  # std = exp(a learned, state-free log std) for each continuous dimension
-            self.actor_logstd = nn.Parameter(torch.zeros(1, n_continuous))
-        self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, 64)),
-            nn.Tanh(),
-            layer_init(nn.Linear(64, 64)),
-            nn.Tanh(),
-            layer_init(nn.Linear(64, 1), std=1.0),
-        )
-        self.actor = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, 64)),
-            nn.Tanh(),
-            layer_init(nn.Linear(64, 64)),
-            nn.Tanh(),
-            layer_init(nn.Linear(64, n_outputs), std=0.01),  # near-uniform policy at the start
-        )
-
-    def get_value(self, x):
-        return self.critic(x)
-
-    def policy(self, x):
-        """pi(.|s), the one place the policy's distribution is defined (rollout sampling, the update
-        and evaluation all use it): for each action, a discrete one's log pi of every choice, or a
-        continuous one's Gaussian (mean, log std)."""
-        outputs = self.actor(x).split([size for _, size in self.heads], dim=-1)
-        dists, first_logstd = [], 0
-        for (kind, size), output in zip(self.heads, outputs):
-            if kind == "discrete":
-                dists.append(torch.log_softmax(output, dim=-1))
-            else:
-                logstd = self.actor_logstd[:, first_logstd:first_logstd + size].expand_as(output)
-                dists.append((output, logstd))
-                first_logstd += size
-        return dists
-
-    def get_action(self, x):
-        """Rollout-time sampling only: a_t ~ pi(.|s_t), one column per discrete action.
-
-        A Gaussian: mean + std * z with z ~ N(0, I), unclipped. A discrete action: argmax(pi / E)
-        with E ~ Exp(1), so choice a wins with probability pi(a|s): the draw torch.multinomial makes,
-        without its input checks (which would stop a rollout on the NaN of a faulty game before the
-        end-of-rollout check can name it)."""
-        columns = []
-        for (kind, _), dist in zip(self.heads, self.policy(x)):
-            if kind == "discrete":
-                p = dist.exp()
-                columns.append((p / torch.empty_like(p).exponential_()).argmax(dim=-1, keepdim=True))
-            else:
-                action_mean, action_logstd = dist
-                columns.append(action_mean + action_logstd.exp() * torch.randn_like(action_mean))
-        return self.as_action_row(columns)
-
-    def get_greedy_action(self, x):
-        """The most likely action: each Gaussian's mean, each discrete action's argmax."""
-        return self.as_action_row([dist.argmax(dim=-1, keepdim=True) if kind == "discrete" else dist[0]
-                                   for (kind, _), dist in zip(self.heads, self.policy(x))])
-
-    def as_action_row(self, columns):
-        """Integer columns when every action is discrete, else floats (an index is exact in a float)."""
-        if all(kind == "discrete" for kind, _ in self.heads):
-            return torch.cat(columns, dim=-1)
-        return torch.cat([c.float() for c in columns], dim=-1)
-
-    def get_action_and_value(self, x, action):
-        """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t), for the update. The actions (and a
-        Gaussian's dimensions) are independent, so log-probs and entropies add up."""
-        logprob, entropy, column = 0, 0, 0
-        for (kind, size), dist in zip(self.heads, self.policy(x)):
-            if kind == "discrete":
-                log_pi = dist
-                logprob = logprob + log_pi.gather(-1, action[..., column:column + 1].long()).squeeze(-1)
-                entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
-                column += 1
-            else:
-                action_mean, action_logstd = dist
-                # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
-                z = (action[..., column:column + size] - action_mean) / action_logstd.exp()
-                logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
-                entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
-                column += size
-        return action, logprob, entropy, self.critic(x)
-
-
-# ================================================================================================
-# 4. Generalized Advantage Estimation (called after every rollout, in section 5)
-# ================================================================================================
-def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
-    """Backward GAE over a (num_steps, num_envs) rollout.
-
-    values[t+1] (next_value at the last step) is the value of the observation that step t
-    returned. When step t ends an episode that observation is the episode's final one, so a
-    truncated episode bootstraps from V(s_final) at no extra cost.
-    """
-    num_steps = rewards.shape[0]
-    advantages = np.zeros_like(rewards)
-    dones = np.maximum(terminations, truncations)
-    lastgaelam = 0.0
-    for t in reversed(range(num_steps)):
-        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
-        # ALGO: delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
-        delta = rewards[t] + gamma * nextvalues * (1.0 - terminations[t]) - values[t]
-        # ALGO: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}; any episode end cuts it
-        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
-        advantages[t] = lastgaelam
-    return advantages, advantages + values  # A_t, and the value targets R_t = A_t + V(s_t)
-
-
-# ================================================================================================
-# 5. Training loop
-# ================================================================================================
-def train(args):
-    if args.resume:  # the same log folder: TensorBoard shows one run
-        run_dir = os.path.dirname(args.resume) or "."
-        run_name = os.path.basename(os.path.abspath(run_dir))
-    else:
-        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = f"{args.log_dir}/{run_name}"
-    # TRY NOT TO MODIFY: seeding, threads, device
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.backends.cudnn.deterministic = args.torch_deterministic
-    torch.set_num_threads(args.torch_threads)
-    device = torch.device("cuda" if args.cuda else "cpu")
-    envs = make_envs(args, run_name)
-    set_batch_sizes(args, envs)
-    try:  # made once the envs are up, so that bad input leaves no empty run folder behind
-        os.makedirs(run_dir, exist_ok=True)
-    except OSError as e:
-        envs.close()
-        fail(f"cannot make the log folder {run_dir}: {e.strerror}")
-    obs_shape = envs.single_observation_space.shape
-    action_shape = envs.single_action_space.shape
-    agent = Agent(int(np.prod(obs_shape)), envs.action_heads).to(device)
-    # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-
-    model_path = f"{run_dir}/{args.exp_name}.pt"
-
-    # ------------------------------------------------------------------------------------------
-    # Storage: one row per (step, env). Numpy, the env's own format: a row write costs ~0.5 us
-    # in numpy against ~4 us in torch, and torch sees the whole rollout once, at the update.
-    # ------------------------------------------------------------------------------------------
-    obs = np.zeros((args.num_steps, args.num_envs) + obs_shape, dtype=np.float32)
-    actions = np.zeros((args.num_steps, args.num_envs) + action_shape, dtype=envs.single_action_space.dtype)
-    rewards = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    terminations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    truncations = np.zeros((args.num_steps, args.num_envs), dtype=np.float32)
-    # is_transition[t] is False for the autoreset row that follows an episode end
-    is_transition = np.zeros((args.num_steps, args.num_envs), dtype=bool)
-
-    # ------------------------------------------------------------------------------------------
-    # Start, or continue a saved run (--resume) from the update boundary it saved
-    # ------------------------------------------------------------------------------------------
-    iteration, global_step = 0, 0  # updates done, env steps done
-    next_done = np.zeros(args.num_envs, dtype=bool)
-    if args.resume:
-        checkpoint = load_checkpoint(args.resume)
-        saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
-        iteration, global_step = saved["iteration"], saved["global_step"]
-        agent.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        random.setstate(saved["rng"]["python"])
-        np.random.set_state(saved["rng"]["numpy"])
-        torch.set_rng_state(saved["rng"]["torch"])
-        if args.cuda:
-            torch.cuda.set_rng_state(saved["rng"]["cuda"])
-    if args.resume and set_env_state(envs, saved["envs"]):
-        next_obs, next_done = saved["next_obs"], saved["next_done"]
-    else:
-        if args.resume:
-            print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
-                  f"stopped on a fault); the envs start new ones")
-        try:
-            next_obs, _ = envs.reset(seed=args.seed + global_step)
-        except GameError as e:
-            envs.close()
-            fail(str(e))
-    # The last update boundary: where a run that stops on a fault resumes (with new episodes)
-    boundary = {"iteration": iteration, "global_step": global_step,
-                "envs": get_env_state(envs, with_sub_envs=False)}
-
-    def save(exact=False):
-        """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
-        (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
-        episodes from the last boundary; inside an update (boundary None), the weights only."""
-        resume = None
-        if boundary is not None:
-            rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-            if args.cuda:
-                rng["cuda"] = torch.cuda.get_rng_state()
-            resume = {**boundary, "optimizer": optimizer.state_dict(), "rng": rng,
-                      "next_obs": next_obs, "next_done": next_done}
-            if exact:
-                resume["envs"] = get_env_state(envs)
-        return save_checkpoint(model_path, args, agent, resume)
-
-    def export_or_say_why():
-        """The ONNX export on a run's way out (Ctrl-C, a game fault), which must not end in a traceback."""
-        try:
-            return export_onnx(agent, args.obs_layout, args.onnx_export_path)
-        except OSError as e:
-            return f"The ONNX export to {args.onnx_export_path} failed ({e.strerror or e})"
-
-    # A resumed run hides the events its first life logged after the saved boundary
-    writer = SummaryWriter(run_dir, purge_step=global_step + 1 if args.resume else None)
-    if not args.resume:
-        writer.add_text(
-            "hyperparameters",
-            "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
-        )
-
-    # Ctrl-C and kill (SIGTERM) only ask the run to stop at the end of the iteration under way
-    # (one rollout and one update), where it saves a state that --resume continues exactly; and
-    # interrupting a library half-way, like the TensorBoard writer, can hang it. A second one stops
-    # at once; later ones do nothing, so that the save they would cut short completes. The handlers
-    # from before train() come back at its end.
-    stop_requested = []
-
-    def request_stop(signum, frame):
-        stop_requested.append(signum)
-        if len(stop_requested) == 2:
-            raise KeyboardInterrupt
-
-    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    # The writer writes from a thread of its own. A failed write (disk full) reaches us at the next
-    # add_scalar as an OSError; the thread's own traceback would only repeat it.
-    previous_excepthook = threading.excepthook
-    threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
-
-    first_iteration, first_step = iteration + 1, global_step
-    start_time = time.time()
-    last_status = start_time
-    try:
-        for iteration in range(first_iteration, args.num_iterations + 1):
-            if stop_requested:  # Ctrl-C or kill: stop here, between two updates
-                raise KeyboardInterrupt
-            if args.anneal_lr:
-                frac = 1.0 - (iteration - 1.0) / args.num_iterations
-                optimizer.param_groups[0]["lr"] = frac * args.learning_rate
-
-            # ----------------------------------------------------------------------------------
-            # Rollout: num_steps steps of every env with the current policy
-            # ----------------------------------------------------------------------------------
-            for step in range(args.num_steps):
-                global_step += args.num_envs
-                obs[step] = next_obs
-
-                # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
-                with torch.inference_mode():
-                    action = agent.get_action(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                action = action.cpu().numpy()
-                actions[step] = action
-
-                next_obs, reward, terminated, truncated, infos = envs.step(action)
-                is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
-                rewards[step] = reward
-                terminations[step] = terminated
-                truncations[step] = truncated
-                next_done = terminated | truncated
-
-                if "episode" in infos:  # RecordEpisodeStatistics: episodes that ended this step
-                    for i in np.nonzero(infos["_episode"])[0]:
-                        episodic_return = float(infos["episode"]["r"][i])
-                        print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
-                        writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                        writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
-
-            # A NaN or inf from the env would reach every loss: name it and stop here
-            if not (np.isfinite(obs).all() and np.isfinite(next_obs).all()):
-                raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
-            if not np.isfinite(rewards).all():
-                raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
-
-            # ----------------------------------------------------------------------------------
-            # Advantages (section 4). The policy has not changed since the rollout, so
-            # log pi_old(a_t|s_t) and V(s_t) come from one forward over all stored rows
-            # (one batch of num_steps x num_envs instead of num_steps small ones).
-            # ----------------------------------------------------------------------------------
-            with torch.inference_mode():
-                _, logprobs, _, values = agent.get_action_and_value(
-                    torch.as_tensor(obs, device=device), torch.as_tensor(actions, device=device))
-                logprobs, values = logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy()
-                next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
-                next_value = next_value.flatten().cpu().numpy()
-            if args.bootstrap_truncation:
-                episode_ends = terminations
-            else:  # CleanRL's behaviour: a time-limit end counts as terminal
-                episode_ends = np.maximum(terminations, truncations)
-            advantages, returns = compute_gae(rewards, values, episode_ends, truncations,
-                                              next_value, args.gamma, args.gae_lambda)
-
-            # ----------------------------------------------------------------------------------
-            # Update: flatten the rollout, keep real transitions only, then
-            # update_epochs passes of minibatch gradient steps on the clipped objective
-            # ----------------------------------------------------------------------------------
-            boundary = None  # from the first gradient step until the update ends, nothing to resume from
-            keep = is_transition.reshape(-1)
-
-            def batch(x):  # (num_steps, num_envs, ...) -> (n_transitions, ...) tensor
-                return torch.as_tensor(x.reshape((-1,) + x.shape[2:])[keep], device=device)
-
-            b_obs, b_actions, b_logprobs = batch(obs), batch(actions), batch(logprobs)
-            b_advantages, b_returns, b_values = batch(advantages), batch(returns), batch(values)
-            n_transitions = b_obs.shape[0]
-
-            clipfracs = []
-            stop_early = False
-            for epoch in range(args.update_epochs):
-                for mb_inds in torch.randperm(n_transitions).tensor_split(args.num_minibatches):
-                    _, newlogprob, entropy, newvalue = agent.get_action_and_value(
-                        b_obs[mb_inds], b_actions[mb_inds])
-                    logratio = newlogprob - b_logprobs[mb_inds]
-                    ratio = logratio.exp()  # ALGO: r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t)
-
-                    with torch.no_grad():
-                        # KL(pi_old || pi_theta) estimators, http://joschu.net/blog/kl-approx.html
-                        old_approx_kl = (-logratio).mean()
-                        approx_kl = ((ratio - 1) - logratio).mean()
-                        clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
-
-                    mb_advantages = b_advantages[mb_inds]
-                    # dropping the autoreset rows can leave a 1-row minibatch, which has no std
-                    if args.norm_adv and len(mb_advantages) > 1:
-                        mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
-
-                    # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
-                    pg_loss1 = -mb_advantages * ratio
-                    pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = torch.max(pg_loss1, pg_loss2).mean()
-
-                    # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
-                    newvalue = newvalue.flatten()
-                    mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
-                    if args.clip_vloss:
-                        v_loss_unclipped = (newvalue - mb_returns) ** 2
-                        v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
-                        v_loss_clipped = (v_clipped - mb_returns) ** 2
-                        v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
-                    else:
-                        v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
-
-                    # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi]
-                    entropy_loss = entropy.mean()
-                    loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-
-                    optimizer.zero_grad()
-                    loss.backward()
-                    grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
-                        raise FloatingPointError(f"non-finite loss or gradient at global_step={global_step}")
-                    optimizer.step()
-
-                    if args.target_kl is not None and approx_kl > args.target_kl:
-                        stop_early = True  # leave both loops: the policy moved far enough
-                        break
-                if stop_early:
-                    break
-
-            # ----------------------------------------------------------------------------------
-            # Logging
-            # ----------------------------------------------------------------------------------
-            y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
-            var_y = np.var(y_true)
-            explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
-            sps = int((global_step - first_step) / (time.time() - start_time))
-            writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], global_step)
-            writer.add_scalar("charts/SPS", sps, global_step)
-            writer.add_scalar("losses/value_loss", v_loss.item(), global_step)
-            writer.add_scalar("losses/policy_loss", pg_loss.item(), global_step)
-            writer.add_scalar("losses/entropy", entropy_loss.item(), global_step)
-            writer.add_scalar("losses/old_approx_kl", old_approx_kl.item(), global_step)
-            writer.add_scalar("losses/approx_kl", approx_kl.item(), global_step)
-            writer.add_scalar("losses/clipfrac", torch.stack(clipfracs).mean().item(), global_step)
-            writer.add_scalar("losses/explained_variance", explained_var, global_step)
-            writer.add_scalar("diagnostics/grad_norm", grad_norm.item(), global_step)
-            writer.add_scalar("diagnostics/update_epochs_done", epoch + 1, global_step)
-            if time.time() - last_status > 10 or iteration == args.num_iterations:
-                last_status = time.time()
-                iterations_done = iteration - first_iteration + 1
-                eta = (args.num_iterations - iteration) * (last_status - start_time) / iterations_done
-                print(f"[{iteration}/{args.num_iterations}] global_step={global_step} SPS={sps} "
-                      f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
-            boundary = {"iteration": iteration, "global_step": global_step,
-                        "envs": get_env_state(envs, with_sub_envs=False)}
-        if stop_requested:  # a signal during the last iteration still stops and saves
-            raise KeyboardInterrupt
-        if args.save_model:
-            print(save(exact=True))
-    except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
-        print(f"interrupted at global_step={global_step}. {save(exact=len(stop_requested) == 1)}")
-        if args.onnx_export_path:
-            print(export_or_say_why())
-        sys.exit(128 + (stop_requested[0] if stop_requested else signal.SIGINT))  # 130 Ctrl-C, 143 kill
-    except EnvFault as e:  # caught before any update saw the bad values
-        fail(f"{e}: a fault of the env, not of the learning. {save()}")
-    except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
-        fail(f"{e}; try a lower --learning-rate. {save()}")
-    except GameError as e:
-        print(f"ppo_godot.py: error: {e}. {save()}", file=sys.stderr)
-        if args.onnx_export_path:
-            print(export_or_say_why())
-        sys.exit(1)
-    except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
-        try:
-            kept = save()
-        except OSError:
-            kept = "The checkpoint could not be written either."
-        fail(f"writing to {run_dir} failed ({e.strerror or e}). {kept}")
-    except BaseException:
-        print(f"crashed at global_step={global_step}. {save()}", file=sys.stderr)
-        raise
-    finally:
-        envs.close()
-        with contextlib.suppress(OSError):  # a writer that failed to write fails again here
-            writer.close()
-        for stop_signal, handler in previous_handlers.items():
-            signal.signal(stop_signal, handler)
-        threading.excepthook = previous_excepthook
-
-    if args.onnx_export_path:
-        try:
-            print(export_onnx(agent, args.obs_layout, args.onnx_export_path))
-        except OSError as e:
-            fail(f"exporting to {args.onnx_export_path} failed ({e.strerror or e}). {save(exact=True)}")
-    return run_dir
-
-
-def save_checkpoint(path, args, agent, resume):
-    """Saves the weights and flags (all that evaluation reads) and, pickled, the state --resume
-    needs (None: the weights are not those of an update boundary). Returns what it saved, in words."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
-        torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
-                    "resume": pickle.dumps(resume)}, path + ".tmp")
-    except RuntimeError:  # how torch reports a failed write
-        with contextlib.suppress(OSError):
-            os.remove(path + ".tmp")
-        raise OSError(f"cannot write {path}") from None
-    os.replace(path + ".tmp", path)
-    if resume is None:
-        return f"The model is saved to {path} (stopped inside an update: it cannot be resumed)"
-    return (f"The state at global_step={resume['global_step']} is saved to {path} "
-            f"(continue it with --resume {path})")
-
-
-def load_checkpoint(path):
-    """A checkpoint that this script saved, or one line saying why the file is not one."""
-    script = os.path.basename(__file__)
-    try:
-        checkpoint = torch.load(path, map_location="cpu")  # weights_only: runs no code from the file
-    except FileNotFoundError:
-        fail(f"no such checkpoint: {path!r}")
-    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
-        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
-    if not isinstance(checkpoint, dict) or "script" not in checkpoint:
-        fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
-    if checkpoint["script"] != script:
-        fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
-    return checkpoint
-
-
-
-
-# ================================================================================================
-# 6. ONNX export, in the form the Godot RL Agents plugin loads for in-game inference
-# ================================================================================================
+# ------------------------------------------------------------------------------------------------
+# The ONNX export, in the form the Godot RL Agents plugin loads for in-game inference
+# ------------------------------------------------------------------------------------------------
 class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
     it, plus state_ins; out come `output`, the actions in the game's declared order (a discrete
@@ -1083,44 +1234,6 @@ def export_checkpoint(checkpoint_path, path):
     except (KeyError, RuntimeError):
         fail(f"{checkpoint_path}: its weights do not fit the game layout it records")
     print(export_onnx(agent, saved["obs_layout"], path))
-
-
-# ================================================================================================
-# 7. Evaluation: play a checkpoint in the game, greedy or sampled
-# ================================================================================================
-def evaluate(args, greedy=True):
-    """Episode returns of the saved policy: greedy plays the most likely action, otherwise actions
-    are sampled as in training. Every agent's first episodes count, as many from each (short
-    episodes end first: counting the first ones to end would favour them)."""
-    checkpoint = load_checkpoint(args.eval_checkpoint)
-    policy_name = "greedy" if greedy else "sampled"
-    envs = make_envs(args, run_name=None)
-    try:
-        agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads)
-        try:
-            agent.load_state_dict(checkpoint["model"])
-        except RuntimeError:
-            fail(f"{args.eval_checkpoint} was trained on a game with other observation or action sizes")
-        rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
-        episodes_done = np.zeros(envs.num_envs, dtype=int)
-        episodic_returns = []
-        obs, _ = envs.reset(seed=args.seed)
-        while episodes_done.min() < rounds:
-            with torch.inference_mode():
-                obs_tensor = torch.as_tensor(obs)
-                action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
-            obs, _, _, _, infos = envs.step(action.numpy())
-            for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
-                if episodes_done[i] < rounds:
-                    episodic_returns.append(float(infos["episode"]["r"][i]))
-                    print(f"{policy_name} eval_episode={len(episodic_returns)}, "
-                          f"episodic_return={episodic_returns[-1]:.1f}")
-                episodes_done[i] += 1
-    except GameError as e:
-        fail(str(e))
-    finally:
-        envs.close()
-    return episodic_returns
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 
 It imports the script and runs its train() in this process, with a timer wrapped around each
 function a phase consists of: the vector env's step(), Agent.get_action (rollout sampling),
-Agent.get_action_and_value and get_value (without gradients: the batched forward after the
+Agent.evaluate_actions and get_value (without gradients: the batched forward after the
 rollout; with gradients: the update's forward), compute_gae, Tensor.backward, clip_grad_norm_,
 Optimizer.zero_grad/step, SummaryWriter.add_scalar and print. The update's remaining time (from
 the end of GAE to the first logged loss, minus the timed parts) is the loss arithmetic, minibatch
@@ -39,7 +39,7 @@ PHASES = [
     ("rollout_rest", "rollout: storage, tensor conversion, loop, what no timer saw"),
     ("old_forward", "log pi_old and V(s_t): one batched forward"),
     ("gae", "GAE (`compute_gae`)"),
-    ("update_forward", "update: forward (`get_action_and_value`)"),
+    ("update_forward", "update: forward (`evaluate_actions`)"),
     ("update_losses", "update: batching, losses, minibatch loop"),
     ("backward", "update: backward"),
     ("clip", "update: gradient clipping"),
@@ -86,10 +86,10 @@ def patch(module, profile):
 
     setattr_undoable(module, "make_envs", timed_make_envs)
     setattr_undoable(module.Agent, "get_action", profile.timed("rollout_forward", module.Agent.get_action))
-    get_action_and_value = module.Agent.get_action_and_value
-    forward_old = profile.timed("old_forward", get_action_and_value)
-    forward_update = profile.timed("update_forward", get_action_and_value)
-    setattr_undoable(module.Agent, "get_action_and_value", lambda self, *a, **k: (
+    evaluate_actions = module.Agent.evaluate_actions
+    forward_old = profile.timed("old_forward", evaluate_actions)
+    forward_update = profile.timed("update_forward", evaluate_actions)
+    setattr_undoable(module.Agent, "evaluate_actions", lambda self, *a, **k: (
         forward_update if torch.is_grad_enabled() else forward_old)(self, *a, **k))
     setattr_undoable(module.Agent, "get_value", profile.timed("old_forward", module.Agent.get_value))
 

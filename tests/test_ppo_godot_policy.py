@@ -21,7 +21,7 @@ def test_discrete_heads_match_categorical():
     expected = torch.stack([torch.multinomial(h.probs, 1).squeeze(-1) for h in heads], dim=-1)
     assert torch.equal(action, expected)
 
-    _, logprob, entropy, value = agent.get_action_and_value(x, action)
+    logprob, entropy, value = agent.evaluate_actions(x, action)
     torch.testing.assert_close(logprob, sum(h.log_prob(action[:, i]) for i, h in enumerate(heads)))
     torch.testing.assert_close(entropy, sum(h.entropy() for h in heads))
     torch.testing.assert_close(value, agent.critic(x))
@@ -36,7 +36,7 @@ def test_continuous_matches_normal():
     x = torch.randn(16, 4)
     normal = Normal(agent.actor(x), agent.actor_logstd.exp())
     action = agent.get_action(x)
-    _, logprob, entropy, _ = agent.get_action_and_value(x, action)
+    logprob, entropy, _ = agent.evaluate_actions(x, action)
     torch.testing.assert_close(logprob, normal.log_prob(action).sum(-1))
     torch.testing.assert_close(entropy, normal.entropy().sum(-1))
     assert torch.equal(agent.get_greedy_action(x), agent.actor(x))
@@ -59,7 +59,7 @@ def test_mixed_actions_in_declared_order():
     action = agent.get_action(x)
     assert action.shape == (32, 4) and action.dtype == torch.float32
     assert set(action[:, 2].tolist()) <= {0.0, 1.0, 2.0}
-    _, logprob, entropy, _ = agent.get_action_and_value(x, action)
+    logprob, entropy, _ = agent.evaluate_actions(x, action)
     torch.testing.assert_close(logprob, move.log_prob(action[:, :2]).sum(-1) + weapon.log_prob(action[:, 2])
                                + aim.log_prob(action[:, 3:]).sum(-1))
     torch.testing.assert_close(entropy, move.entropy().sum(-1) + weapon.entropy() + aim.entropy().sum(-1))

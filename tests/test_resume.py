@@ -134,14 +134,14 @@ def test_a_game_resumes_with_new_episodes_from_the_saved_boundary(script, tmp_pa
     signal_at(None)
 
     starting_weights = []
-    original = script.module.Agent.get_action_and_value
+    original = script.module.Agent.evaluate_actions
 
-    def recording(self, x, action=None):  # the weights of the first update of the second life
+    def recording(self, x, action):  # the weights of the first update of the second life
         if torch.is_grad_enabled() and not starting_weights:
             starting_weights.append({k: v.clone() for k, v in self.state_dict().items()})
         return original(self, x, action)
 
-    monkeypatch.setattr(script.module.Agent, "get_action_and_value", recording)
+    monkeypatch.setattr(script.module.Agent, "evaluate_actions", recording)
     assert resume(tmp_path, script, [], monkeypatch) == run_dir
     assert "the envs start new ones" in capsys.readouterr().out
     assert all(torch.equal(starting_weights[0][k], v) for k, v in saved["model"].items())

@@ -122,17 +122,17 @@ class MarkFinalObservation(gym.Wrapper):
 
 
 def record_agent_calls(script, monkeypatch):
-    """Record every get_action_and_value call: (grad enabled?, obs, action, logprob)."""
+    """Record every evaluate_actions call: (grad enabled?, obs, action, logprob)."""
     calls = []
-    original = script.module.Agent.get_action_and_value
+    original = script.module.Agent.evaluate_actions
 
-    def recording(self, x, action=None):
+    def recording(self, x, action):
         out = original(self, x, action)
-        calls.append((torch.is_grad_enabled(), x.detach().clone(), out[0].detach().clone(),
-                      out[1].detach().clone()))
+        calls.append((torch.is_grad_enabled(), x.detach().clone(), action.detach().clone(),
+                      out[0].detach().clone()))
         return out
 
-    monkeypatch.setattr(script.module.Agent, "get_action_and_value", recording)
+    monkeypatch.setattr(script.module.Agent, "evaluate_actions", recording)
     return calls
 
 
@@ -250,19 +250,19 @@ def test_nan_or_inf_from_the_env_is_named_as_an_env_fault(script, what, in_tmp, 
 
 
 def test_nan_in_the_loss_stops_before_the_weights_change(script, in_tmp, monkeypatch, capsys):
-    original = script.module.Agent.get_action_and_value
+    original = script.module.Agent.evaluate_actions
     grad_calls, weights_before = [], {}
 
-    def poisoned(self, x, action=None):
+    def poisoned(self, x, action):
         out = original(self, x, action)
         if torch.is_grad_enabled():
             grad_calls.append(1)
             if len(grad_calls) == 3:  # the third minibatch's log-probs turn NaN
                 weights_before.update({k: v.clone() for k, v in self.state_dict().items()})
-                return out[0], out[1] * np.nan, out[2], out[3]
+                return out[0] * np.nan, out[1], out[2]
         return out
 
-    monkeypatch.setattr(script.module.Agent, "get_action_and_value", poisoned)
+    monkeypatch.setattr(script.module.Agent, "evaluate_actions", poisoned)
     with pytest.raises(SystemExit) as stop:
         script.module.train(script.module.parse_args(script.short))
     assert stop.value.code == 2

@@ -1,41 +1,59 @@
-"""The README's promise that the blocks the three training scripts share are textually identical,
-so that a diff between two scripts shows only what truly differs."""
+"""The README's promise that what the training scripts share is textually identical, so that a diff
+between two scripts shows only what truly differs: whole functions and classes, from the lesson to
+the plumbing, each script's declared differences aside."""
+import ast
+import functools
+
 import pytest
 
 from conftest import REPO
 
 SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
-SHARED = [  # (first line of the block, the text that ends it)
-    ("def str2bool(", "\n\n\n"),
-    ("def fail(", "\n\n\n"),
-    ("class EnvFault(", "\n\n\n"),
-    ("def layer_init(", "\n\n\n"),
-    ("def resumed_args(", "\n\n\n"),
-    ("def compute_gae(", "\n\n\n"),
-    ("def load_checkpoint(", "\n\n\n"),
-    ("    # Ctrl-C and kill (SIGTERM)", "\n\n    "),
-    # ppo_godot.py knows from the game's reply, not from next_done, which steps only reset an agent
-    ("            # Rollout: num_steps steps", "            # Advantages (section 4)", "is_transition[step] = "),
-    ("            # Advantages (section 4)", "            # Logging\n"),
-    ("            # Logging\n", "    except KeyboardInterrupt:"),
-]
+GYM_SCRIPTS = SCRIPTS[:2]
+SHARED_BY_ALL = ["layer_init", "make_storage", "collect_rollout", "rollout_logprobs_and_values", "compute_gae",
+                 "ppo_update", "str2bool", "minibatch_problem", "resumed_args", "fail", "EnvFault",
+                 "check_env_output", "Run", "unsaved_tensors", "load_checkpoint", "load_weights"]
+SHARED_BY_GYM = ["NormalizeReward", "add_plumbing_flags", "check_args", "env_errors", "find_wrapper"]
+# The lines each script writes its own way: (definition, words of the line, why)
+DECLARED = {
+    ("collect_rollout", "is_transition[step] = "):
+        "ppo_godot.py knows from the game's reply, not from next_done, which steps only reset an agent",
+    ("Run", "save_checkpoint("): "ppo_continuous_action.py's checkpoint also holds the observation statistics",
+}
 
 
-def block(script, start, end, may_differ=None):
-    """The block's lines, without the one line (holding may_differ) that each script writes its own way."""
+@functools.cache
+def definitions(script):
+    """{name: source} of the script's top-level functions and classes."""
     text = (REPO / script).read_text()
-    assert text.count(start) == 1, f"{script}: {start.strip()!r} should start exactly one block"
-    i = text.index(start)
-    lines = text[i:text.index(end, i + len(start))].splitlines()
-    if may_differ is None:
-        return lines
-    assert sum(may_differ in line for line in lines) == 1, f"{script}: one {may_differ!r} line expected"
-    return [line for line in lines if may_differ not in line]
+    return {node.name: ast.get_source_segment(text, node, padded=True)
+            for node in ast.parse(text).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
 
 
-@pytest.mark.parametrize("shared", SHARED, ids=[shared[0].strip()[:30] for shared in SHARED])
-def test_shared_blocks_are_textually_identical(shared):
-    reference = block(SCRIPTS[0], *shared)
-    assert len(reference) >= 2  # a real block, not an empty match
-    for script in SCRIPTS[1:]:
-        assert block(script, *shared) == reference, f"{script} differs from {SCRIPTS[0]}"
+def without_declared(name, source):
+    lines = source.splitlines()
+    for (declared_in, words), _ in DECLARED.items():
+        if declared_in == name:
+            assert sum(words in line for line in lines) == 1, f"{name}: one {words!r} line expected"
+            lines = [line for line in lines if words not in line]
+    return lines
+
+
+@pytest.mark.parametrize("name", SHARED_BY_ALL + SHARED_BY_GYM)
+def test_shared_definitions_are_textually_identical(name):
+    scripts = SCRIPTS if name in SHARED_BY_ALL else GYM_SCRIPTS
+    reference = without_declared(name, definitions(scripts[0])[name])
+    assert len(reference) >= 2  # a real definition, not an empty match
+    for script in scripts[1:]:
+        assert name in definitions(script), f"{script} has no {name}"
+        assert without_declared(name, definitions(script)[name]) == reference, f"{script}'s {name} differs"
+
+
+@pytest.mark.parametrize("script", SCRIPTS[1:])
+def test_train_differs_only_in_the_agent_and_the_game(script):
+    """train() is ppo.py's but for the Agent's sizes and, in ppo_godot.py, the game's Run and the batch
+    sized from the game's agents."""
+    reference, lines = definitions("ppo.py")["train"].splitlines(), definitions(script)["train"].splitlines()
+    differing = set(reference) ^ set(lines)
+    allowed = ("Agent(", "int(np.prod(envs.single_action_space.shape))", "Run(args)", "set_batch_sizes(")
+    assert differing and all(any(words in line for words in allowed) for line in differing), differing
