@@ -218,6 +218,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+def game_pids(port):
+    """Game processes started for this port (or the next one): their whole command lines name it."""
+    out = subprocess.run(["pgrep", "-f", "--", f"--port=({port}|{port + 1})( |$)"], capture_output=True, text=True)
+    return [int(pid) for pid in out.stdout.split()]
+
+
 @pytest.fixture
 def port():
     """A port p with p, p+1 and p+2 free (--n-parallel 2 takes p and p+1; two RLlib env runners

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import REPO, as_from_a_terminal, assert_plugin_plays_like_torch, read_scalars, run_dirs, run_script
+from conftest import (REPO, as_from_a_terminal, assert_plugin_plays_like_torch, game_pids, read_scalars, run_dirs,
+                      run_script)
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
         for kind in ("discrete", "multidiscrete", "continuous", "plugin")}
@@ -28,12 +29,6 @@ if shutil.which("godot3-server") is None:
     if os.environ.get("CI"):
         pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
     pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server", allow_module_level=True)
-
-
-def game_pids(port):
-    """Game processes started for this port (or the next one)."""
-    out = subprocess.run(["pgrep", "-f", "--", f"--port=({port}|{port + 1})( |$)"], capture_output=True, text=True)
-    return [int(pid) for pid in out.stdout.split()]
 
 
 def start(*argv, cwd):
