@@ -1,5 +1,6 @@
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -30,6 +31,19 @@ def needs_godot():
         if os.environ.get("CI"):
             pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
         pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server")
+    # A project's first start on a machine makes its user folder, fails to make logs/ in it and says
+    # so in two `ERROR: make_dir_recursive` lines on stderr (Godot 3.2.3, godotengine/godot#44873;
+    # later starts are quiet), which a test of a one-line error would count: make it as Godot would.
+    godot_user_folder().mkdir(parents=True, exist_ok=True)
+
+
+def godot_user_folder(game=CHASE["discrete"]):
+    """The game's user:// folder as Godot 3 on Linux places it: $XDG_DATA_HOME (or ~/.local/share),
+    then godot/app_userdata/<config/name of the game's project.godot>."""
+    project = (Path(game).parent / "project.godot").read_text()
+    name = re.search(r'^config/name="(.*)"$', project, flags=re.M).group(1)
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "godot" / "app_userdata" / name
 
 
 class Script:
@@ -202,6 +216,12 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def game_pids(port):
+    """Game processes started for this port (or the next one): their whole command lines name it."""
+    out = subprocess.run(["pgrep", "-f", "--", f"--port=({port}|{port + 1})( |$)"], capture_output=True, text=True)
+    return [int(pid) for pid in out.stdout.split()]
 
 
 @pytest.fixture

@@ -146,3 +146,40 @@ def test_reward_normalisation_restarts_the_return_at_time_limits(module):
     assert envs.return_rms.count == pytest.approx(2 * len(returns), abs=1e-3)
     assert envs.return_rms.mean == pytest.approx(np.mean(returns), abs=1e-3)
     assert envs.return_rms.var == pytest.approx(np.var(returns), abs=1e-3)
+
+
+class RecordObservedActions(gym.Wrapper):
+    """(the observation an action answered, the action the env got), for each step."""
+    steps = []
+
+    def reset(self, **kwargs):
+        self.last_obs, info = self.env.reset(**kwargs)
+        return self.last_obs, info
+
+    def step(self, action):
+        RecordObservedActions.steps.append((self.last_obs, np.array(action)))
+        self.last_obs, *rest = self.env.step(action)
+        return self.last_obs, *rest
+
+
+def test_greedy_evaluation_plays_the_policy_mean(in_tmp, monkeypatch):
+    """Greedy evaluation sends the env the mean of pi(.|s) for the normalised observation, clipped to
+    the action bounds: no sample."""
+    pca.train(pca.parse_args(SHORT + ["--save-model"]))
+    checkpoint = torch.load(run_dirs(in_tmp)[0] / "ppo_continuous_action.pt")
+    original = pca.make_env
+    monkeypatch.setattr(pca, "make_env", lambda *a: lambda: RecordObservedActions(original(*a)()))
+    RecordObservedActions.steps = []
+    pca.evaluate(str(run_dirs(in_tmp)[0] / "ppo_continuous_action.pt"), eval_episodes=1, seed=7)
+
+    raw = np.array([obs for obs, _ in RecordObservedActions.steps])
+    sent = np.array([action for _, action in RecordObservedActions.steps])
+    stats = {key: value.numpy() for key, value in checkpoint["obs_rms"].items()}
+    normalised = np.clip((raw - stats["mean"]) / np.sqrt(stats["var"] + 1e-8), -10, 10)
+    agent = pca.Agent(3, 1)
+    agent.load_state_dict(checkpoint["model"])
+    with torch.no_grad():
+        mean = agent.policy(torch.as_tensor(normalised, dtype=torch.float32))[0].numpy()
+    assert len(sent) == 200  # one Pendulum episode
+    assert (np.abs(mean) < 1.9).any()  # not all clipped alike
+    np.testing.assert_allclose(sent, np.clip(mean, -2, 2), atol=1e-4)

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import REPO, as_from_a_terminal, assert_plugin_plays_like_torch, read_scalars, run_dirs, run_script
+from conftest import (REPO, as_from_a_terminal, assert_plugin_plays_like_torch, game_pids, read_scalars, run_dirs,
+                      run_script)
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
         for kind in ("discrete", "multidiscrete", "continuous", "plugin")}
@@ -28,12 +29,6 @@ if shutil.which("godot3-server") is None:
     if os.environ.get("CI"):
         pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
     pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server", allow_module_level=True)
-
-
-def game_pids(port):
-    """Game processes started for this port (or the next one)."""
-    out = subprocess.run(["pgrep", "-f", "--", f"--port=({port}|{port + 1})( |$)"], capture_output=True, text=True)
-    return [int(pid) for pid in out.stdout.split()]
 
 
 def start(*argv, cwd):
@@ -106,6 +101,40 @@ def test_the_plugin_plays_the_onnx_export_of_a_plugin_like_game_as_torch_does(po
     agent.load_state_dict(saved["model"])
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     assert_plugin_plays_like_torch(agent, session, PLUGIN_OBS, PLUGIN_ACTIONS, n=100, obs_range=1.5)
+
+
+def test_a_time_out_is_truncated_and_a_reached_target_terminated(port):
+    """The episode ends as the Chase game sends them (a game that resets on the next step), through
+    GodotVecEnv: a time-out (info.truncated, on the 100th action) is truncated and not terminated, and
+    comes with the final observation; the next action only resets; a reached target is terminated."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import godot_chase
+
+    args = ppo_godot.parse_args(["--env-path", GAME["discrete"], "--port", str(port), "--norm-reward", "false"])
+    envs = ppo_godot.GodotVecEnv(args)
+    try:
+        start, _ = envs.reset()
+        stay = np.zeros((envs.num_envs, 1), dtype=np.int64)  # move 0: stay, so no agent reaches its target
+        for action in range(1, 101):
+            obs, reward, terminated, truncated, infos = envs.step(stay)
+            assert not terminated.any(), action
+            assert truncated.all() if action == 100 else not truncated.any(), action
+        np.testing.assert_allclose(obs, start, atol=1e-6)  # the final observation: where each one stood
+        assert infos["_episode"].all() and (infos["episode"]["l"] == 100).all()
+        obs, reward, terminated, truncated, infos = envs.step(stay)
+        assert infos["autoreset"].all() and not (terminated | truncated).any()
+        assert not np.allclose(obs, start)  # the new episodes' first observations
+
+        for _ in range(100):  # head for the target until one reaches it
+            obs, reward, terminated, truncated, infos = envs.step(godot_chase.scripted_action(obs, "discrete"))
+            assert not truncated.any()
+            if terminated.any():
+                break
+        assert terminated.any(), "no agent reached its target"
+        assert (np.linalg.norm(obs[terminated, 2:4], axis=1) < 0.1).all()  # the final observation: at it
+        assert (reward[terminated] > 0.9).all()  # with the reach bonus
+    finally:
+        envs.close()
 
 
 @pytest.mark.parametrize("fault", ["kill", "freeze"])

@@ -1,6 +1,7 @@
 """--resume: a run stopped anywhere (in a rollout, in an update, in the last update) and resumed
 gives exactly the metrics of the run that was never stopped, read back from its event files. A
-game's state cannot be saved: ppo_godot.py resumes with new episodes from the saved boundary."""
+game's state cannot be saved: ppo_godot.py resumes with new episodes from the saved boundary
+(with a fake game in this process; the real Chase game for a run whose game died mid-rollout)."""
 import os
 import pickle
 import signal
@@ -10,7 +11,8 @@ import gymnasium as gym
 import pytest
 import torch
 
-from conftest import GODOT, GYM_SCRIPTS, read_scalars, read_text_tags, run_dirs
+import ppo_godot
+from conftest import CHASE, GODOT, GYM_SCRIPTS, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs
 
 ITERATIONS = 6
 
@@ -150,3 +152,42 @@ def test_a_game_resumes_with_new_episodes_from_the_saved_boundary(script, tmp_pa
     assert [step for step, _ in scalars["losses/policy_loss"]] == [256 * i for i in range(1, ITERATIONS + 1)]
     steps = [step for step, _ in scalars["charts/episodic_return"]]
     assert steps == sorted(steps) and steps[-1] > 3 * 256
+
+
+def test_a_game_run_that_died_inside_an_iteration_resumes_logging_each_step_once(port, tmp_path, monkeypatch):
+    """The real game is killed in a rollout: the run exits 1 with the state at the boundary before it.
+    Resumed from there, the log holds the first life's points up to the boundary, then the second
+    life's: none of the episodes the first life logged after the boundary, whose steps the second
+    life plays again."""
+    needs_godot()
+    batch = 16 * 32  # the game's 16 agents x --num-steps 32
+    argv = ["--env-path", CHASE["discrete"], "--port", str(port), "--num-steps", "32",
+            "--total-timesteps", str(8 * batch)]
+    steps, step = [], ppo_godot.GodotVecEnv.step
+
+    def killing_the_game(self, actions):  # at the 110th step, half-way through the 4th rollout
+        steps.append(1)
+        if len(steps) == 110:
+            for pid in game_pids(port):
+                os.kill(pid, signal.SIGKILL)
+        return step(self, actions)
+
+    monkeypatch.setattr(ppo_godot.GodotVecEnv, "step", killing_the_game)
+    assert train_in(tmp_path, GODOT, argv, monkeypatch) == 1
+    monkeypatch.setattr(ppo_godot.GodotVecEnv, "step", step)
+    (run_dir,) = run_dirs(tmp_path)
+    boundary = pickle.loads(torch.load(run_dir / "ppo_godot.pt")["resume"])["global_step"]
+    assert boundary == 3 * batch
+
+    assert resume(tmp_path, GODOT, [], monkeypatch) == run_dir
+    first_life, second_life = (read_scalars(f) for f in sorted(run_dir.glob("events.out.tfevents.*")))
+    # the first episodes time out at step 100 x 16 = 1600, after the boundary; the second life's at 3136
+    assert any(s > boundary for s, _ in first_life["charts/episodic_return"])
+    assert second_life["charts/episodic_return"]
+    merged = read_scalars(run_dir)
+    assert merged.keys() == first_life.keys() | second_life.keys()
+    for tag in merged:
+        kept = [(s, v) for s, v in first_life.get(tag, []) if s <= boundary]
+        assert merged[tag] == kept + second_life.get(tag, []), tag
+    assert [s for s, _ in merged["losses/policy_loss"]] == [batch * i for i in range(1, 9)]
+    assert not game_pids(port)

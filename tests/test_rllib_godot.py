@@ -45,8 +45,9 @@ def rllib_script():
 
 def pids(pattern):
     """{pid: (parent pid, command line)} of the live processes (zombies left out) whose command line
-    matches `pattern`."""
-    out = subprocess.run(["ps", "-eo", "pid=,ppid=,stat=,args="], capture_output=True, text=True).stdout
+    matches `pattern`. -ww: whole command lines; ps otherwise cuts each line at a screen's width (80
+    columns in a test run, or $COLUMNS), and a game's --port=N falls off when the checkout's path is long."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,stat=,args="], capture_output=True, text=True).stdout
     found = {}
     for line in out.splitlines():
         pid, ppid, stat, args = line.split(None, 3)
