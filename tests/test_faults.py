@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, free_port, needs_godot, run_dirs,
-                      run_script)
+from conftest import (CHASE, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error, free_port, needs_godot,
+                      run_dirs, run_script)
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
@@ -174,6 +174,35 @@ def test_a_checkpoint_saved_inside_an_update_is_not_resumed(script, finished_run
     assert_one_line_error(proc, "holds weights but no state to resume")
 
 
+@pytest.mark.parametrize("flag", ["--eval-checkpoint", "--resume"])
+@pytest.mark.parametrize("script", TRAINING)
+def test_weights_that_do_not_fit_the_agent_are_named(script, finished_run, flag, tmp_path):
+    checkpoint = torch.load(finished_run)
+    checkpoint["model"]["rnd_predictor.weight"] = torch.zeros(2, 2)  # saved by an Agent a hack changed since
+    path = save(tmp_path / "hacked.pt", checkpoint)
+    argv = [*game_argv(script), flag, str(path)] + (["--total-timesteps", "100000"] if flag == "--resume" else [])
+    proc = run_script(script, *argv, cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "its weights do not fit this Agent")
+    assert "rnd_predictor.weight" in proc.stderr
+
+
+def test_state_kept_outside_state_dict_is_named(in_tmp, monkeypatch, capsys):
+    """A hack that keeps a tensor as a plain attribute of the agent is told its state is not saved."""
+    script = GYM_SCRIPTS[0]
+    original_init = script.module.Agent.__init__
+
+    def with_a_plain_tensor(self, *args):
+        original_init(self, *args)
+        self.visits = torch.zeros(4)  # neither a module, a parameter nor a registered buffer
+
+    monkeypatch.setattr(script.module.Agent, "__init__", with_a_plain_tensor)
+    run_dir = script.module.train(script.module.parse_args(script.short + ["--save-model"]))
+    assert "Not saved: Agent.visits" in capsys.readouterr().out
+    checkpoint = f"{run_dir}/{script.module.__name__}.pt"
+    script.module.train(script.module.parse_args(["--resume", checkpoint, "--total-timesteps", "2048"]))
+    assert "resume: Agent.visits were not saved: they start anew" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------------
 # The machine: a log folder that cannot be made, a disk that fills up
 # ------------------------------------------------------------------------------------------------
@@ -215,11 +244,11 @@ def test_disk_full(script, tmp_path):
 # ------------------------------------------------------------------------------------------------
 # The exercise: a TODO done wrong, Ctrl-C
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("todo7, message", [("return pg_loss * float('nan')", "check TODOs 4 to 7"),
-                                            ("return pg_loss + vf_coef * v_loss - ent_coef * entropy",
-                                             "TODOs 5-7: the loss has shape")])
-def test_skeleton_bad_loss_names_the_todos(todo7, message, tmp_path):
-    path = completed_skeleton(tmp_path, {7: todo7})
+@pytest.mark.parametrize("todo8, message", [("return pg_loss * float('nan')", "check TODOs 5 to 8"),
+                                            ("return pg_loss - ent_coef * entropy + v_loss * vf_coef",
+                                             "TODOs 6-8: the loss has shape")])
+def test_skeleton_bad_loss_names_the_todos(todo8, message, tmp_path):
+    path = completed_skeleton(tmp_path, {8: todo8})
     proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert_one_line_error(proc, message, code=1)
 
@@ -235,9 +264,9 @@ def test_skeleton_ctrl_c_keeps_the_weights(tmp_path):
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
-    assert "weights saved to" in stdout
+    assert "the weights are saved to" in stdout
     (run_dir,) = run_dirs(tmp_path)
-    assert (run_dir / "ppo_scratch.pt").exists()
+    assert (run_dir / "ppo_scratch_skeleton.pt").exists()
 
 
 # ------------------------------------------------------------------------------------------------
