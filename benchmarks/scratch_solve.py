@@ -1,5 +1,5 @@
 """How many steps the reference completion of ppo_scratch_skeleton.py needs to solve CartPole-v1
-(first 100-episode mean >= 475), with the skeleton's own hyperparameters, on N seeds.
+(first 100-episode mean >= 475), with the skeleton's flags at their defaults (ppo.py's), on N seeds.
 
     python benchmarks/scratch_solve.py --seeds 5
 
@@ -35,9 +35,9 @@ def main():
         reference = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(reference)
         for seed in range(1, args.seeds + 1):
-            run_dir = Path(workdir) / "runs" / f"seed{seed}"
+            run_args = reference.parse_args(["--seed", str(seed), "--log-dir", str(Path(workdir) / "runs")])
             with contextlib.redirect_stdout(io.StringIO()), contextlib.chdir(workdir):
-                reference.train(seed=seed, run_name=f"seed{seed}")
+                run_dir = reference.train(run_args)
             acc = read_run(run_dir)
             episodes = acc.Scalars("charts/episodic_return")
             returns = np.array([e.value for e in episodes])
@@ -47,7 +47,7 @@ def main():
             print(rows[-1], flush=True)
 
     lines = [f"Command: `python benchmarks/scratch_solve.py --seeds {args.seeds}` "
-             f"({time.strftime('%Y-%m-%d')}; {reference.TOTAL_TIMESTEPS:,} steps per run)", "",
+             f"({time.strftime('%Y-%m-%d')}; {run_args.total_timesteps:,} steps per run)", "",
              "| seed | steps to a 100-episode mean >= 475 | last 100 episodes |", "|---|---|---|"]
     lines += [f"| {seed} | {'never' if s is None else f'{s:,}'} | {final:.1f} |" for seed, s, final in rows]
     solved = [s for _, s, _ in rows if s is not None]
