@@ -225,7 +225,7 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
         storage.truncations[step] = truncated
         next_done = terminated | truncated
 
-        if "episode" in infos:  # RecordEpisodeStatistics: episodes that ended this step
+        if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
                 episodic_return = float(infos["episode"]["r"][i])
                 print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
@@ -283,7 +283,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     clipfracs = []
     stop_early = False
     for epoch in range(args.update_epochs):
-        # a new shuffle every epoch: consecutive rows of one env are correlated
+        # a new order every epoch: the buffer holds the rollout in time order, and neighbouring steps correlate
         for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
             logratio = newlogprob - b_logprobs[mb_inds]
@@ -380,7 +380,7 @@ def train(args):
             stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
             for tag, value in stats.items():
                 run.writer.add_scalar(tag, value, global_step)
-            run.end_iteration(iteration, next_obs, next_done, global_step)  # logs SPS: a boundary
+            run.end_iteration(iteration, next_obs, next_done, global_step)  # SPS; where a stop resumes
     return run.dir
 
 

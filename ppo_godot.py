@@ -325,7 +325,7 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
         storage.truncations[step] = truncated
         next_done = terminated | truncated
 
-        if "episode" in infos:  # RecordEpisodeStatistics: episodes that ended this step
+        if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
                 episodic_return = float(infos["episode"]["r"][i])
                 print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
@@ -383,7 +383,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     clipfracs = []
     stop_early = False
     for epoch in range(args.update_epochs):
-        # a new shuffle every epoch: consecutive rows of one env are correlated
+        # a new order every epoch: the buffer holds the rollout in time order, and neighbouring steps correlate
         for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
             logratio = newlogprob - b_logprobs[mb_inds]
@@ -481,7 +481,7 @@ def train(args):
             stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
             for tag, value in stats.items():
                 run.writer.add_scalar(tag, value, global_step)
-            run.end_iteration(iteration, next_obs, next_done, global_step)  # logs SPS: a boundary
+            run.end_iteration(iteration, next_obs, next_done, global_step)  # SPS; where a stop resumes
     return run.dir
 
 
@@ -873,7 +873,7 @@ class GameRun(Run):
             fail(str(e))
 
     def save_episodes(self):
-        return {}
+        return {}  # the game's state is its own: a resumed run starts new episodes
 
     def export_or_say_why(self):
         """The ONNX export on a run's way out, which must not end in a traceback."""
@@ -1098,7 +1098,8 @@ def to_game_action(action, action_heads):
         if kind == "discrete":
             out[name] = int(action[column])
             column += 1
-        else:  # clipped to the space's bounds [-1, 1], as the plugin clamps them when it plays a model;
+        else:
+            # clipped to the space's bounds [-1, 1], as the plugin clamps them when it plays a model;
             # the rollout stores the action as sampled, so log pi(a|s) stays that of the sample
             out[name] = np.clip(action[column:column + size], -1.0, 1.0).tolist()
             column += size
