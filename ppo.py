@@ -53,7 +53,6 @@ def parse_args(argv=None):
                    help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
                         "beside a busy process (results change)")
     p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
-    add_plumbing_flags(p, flag)  # --save-model, --resume: section 9
     # Algorithm
     p.add_argument("--env-id", default="CartPole-v1", help="a gymnasium env id with Discrete actions")
     p.add_argument("--total-timesteps", type=int, default=500000, help="env steps over all envs")
@@ -80,8 +79,9 @@ def parse_args(argv=None):
     # Evaluation
     p.add_argument("--eval-checkpoint", default=None, help="evaluate this saved model instead of training")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes for --eval-checkpoint")
-    # section 9: a bad value ends the run here, in one line; --resume takes the saved run's flags
-    args = check_args(p.parse_args(argv), sys.argv[1:] if argv is None else argv)
+    # section 9 adds --save-model and --resume, then checks the values (a bad one ends the run in one
+    # line); --resume takes the saved run's flags
+    args = parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     return args
@@ -427,17 +427,16 @@ def str2bool(value):
 RESUME_FLAGS = ["--total-timesteps"]
 
 
-def add_plumbing_flags(p, flag):
+def parse_and_check(p, flag, argv):
+    """The flags of section 9 added, the command line parsed; a bad value ends here with one line,
+    and --resume returns the saved run's flags instead."""
     p.add_argument("--save-model", default=False, **flag,
                    help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
                         "stops early always does)")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
                         f"{', '.join(RESUME_FLAGS)}); it unpickles the saved envs: resume your own checkpoints only")
-
-
-def check_args(args, argv):
-    """Bad values end here with one line; --resume returns the saved run's flags instead."""
+    args = p.parse_args(argv)
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
                  "torch_threads", "eval_episodes"):
         if getattr(args, name) <= 0:

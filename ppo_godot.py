@@ -64,7 +64,6 @@ def parse_args(argv=None):
     p.add_argument("--torch-threads", type=int, default=1,
                    help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
                         "beside a busy process (results change)")
-    add_plumbing_flags(p, flag)  # --save-model, --resume, how the game runs, --onnx-export-path: section 9
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
     p.add_argument("--learning-rate", type=float, default=1e-3,
@@ -98,8 +97,9 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes for --eval-checkpoint, as many from every agent")
-    # section 9: a bad value ends the run here, in one line; --resume takes the saved run's flags
-    return check_args(p.parse_args(argv), sys.argv[1:] if argv is None else argv)
+    # section 9 adds --save-model, --resume, how the game runs and --onnx-export-path, then checks the
+    # values (a bad one ends the run in one line); --resume takes the saved run's flags
+    return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 
 # ================================================================================================
@@ -533,7 +533,9 @@ RESUME_FLAGS = ["--total-timesteps", "--env-path", "--port", "--connect-timeout"
                 "--show-window", "--godot-version", "--onnx-export-path"]
 
 
-def add_plumbing_flags(p, flag):
+def parse_and_check(p, flag, argv):
+    """The flags of section 9 added, the command line parsed; a bad value ends here with one line,
+    and --resume returns the saved run's flags instead."""
     p.add_argument("--save-model", default=False, **flag,
                    help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
                         "stops early always does)")
@@ -558,10 +560,7 @@ def add_plumbing_flags(p, flag):
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
-
-
-def check_args(args, argv):
-    """Bad values end here with one line; --resume returns the saved run's flags instead."""
+    args = p.parse_args(argv)
     for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "torch_threads",
                  "n_parallel", "eval_episodes"):
         if getattr(args, name) <= 0:

@@ -177,7 +177,8 @@ class Agent(nn.Module):
 
     def evaluate_actions(self, x, action):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value)."""
-        # TODO 2 (reading guide: actor/critic network and its initialisation, and entropy bonus).
+        # TODO 2 (reading guide: actor/critic network and its initialisation), the entropy too
+        # (reading guide: entropy bonus).
         # From log_pi = self.policy(x), return (logprob, entropy, value), one of each per row of x:
         #   logprob = log pi(a|s) of the action given, a = action[i] for row i (the one the rollout
         #             took: do not sample a new one), shape (batch,). log_pi.gather(...) picks it.
@@ -388,7 +389,7 @@ def train(args):
 
     run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     run_dir = f"{args.log_dir}/{run_name}"
-    writer = SummaryWriter(run_dir)  # ppo.py's Run does this and much more: see its section 9
+    writer = SummaryWriter(run_dir)  # ppo.py's Run (its plumbing) does this and much more
     envs = make_envs(args, run_name)
     agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space.n).to(device)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)

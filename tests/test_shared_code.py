@@ -13,7 +13,7 @@ GYM_SCRIPTS = SCRIPTS[:2]
 SHARED_BY_ALL = ["layer_init", "make_storage", "collect_rollout", "rollout_logprobs_and_values", "compute_gae",
                  "ppo_update", "str2bool", "minibatch_problem", "resumed_args", "fail", "EnvFault",
                  "check_env_output", "Run", "unsaved_tensors", "load_checkpoint", "load_weights"]
-SHARED_BY_GYM = ["NormalizeReward", "add_plumbing_flags", "check_args", "env_errors", "find_wrapper"]
+SHARED_BY_GYM = ["NormalizeReward", "parse_and_check", "env_errors", "find_wrapper"]
 # The lines each script writes its own way: (definition, words of the line, why)
 DECLARED = {
     ("collect_rollout", "is_transition[step] = "):
