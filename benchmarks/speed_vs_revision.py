@@ -5,13 +5,16 @@ side by side: did a change of the code cost speed?
 
 Each pair runs the script of --base (taken with `git show`) and today's, same seed and flags, one
 process at a time, the order alternating between pairs. Wall time is the whole process, start-up
-included; CPU seconds are the process's user + system time, which another busy process on the
+included, each pinned to the machine's last core (taskset) so that neither migrates between cores
+mid-run; CPU seconds are the process's user + system time, which another busy process on the
 machine disturbs less. The ratios are the base's time over today's, per pair (above 1: today's is
 faster); the table gives their median and minimum.
 Writes benchmarks/results/speed_vs_revision.md (--out NAME: NAME.md).
 """
 import argparse
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,7 +33,8 @@ def timed_run(script, argv, cwd):
     """(wall seconds, CPU seconds) of one run of the script."""
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(script), *argv], cwd=cwd, check=True, capture_output=True)
+    pin = ["taskset", "-c", str(os.cpu_count() - 1)] if shutil.which("taskset") else []
+    subprocess.run([*pin, sys.executable, str(script), *argv], cwd=cwd, check=True, capture_output=True)
     wall = time.perf_counter() - start
     cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
