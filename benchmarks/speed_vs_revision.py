@@ -1,7 +1,7 @@
 """Wall time of ppo.py and ppo_continuous_action.py against the same scripts at an earlier commit,
 side by side: did a change of the code cost speed?
 
-    python benchmarks/speed_vs_revision.py --base 7df053f --pairs 3
+    python benchmarks/speed_vs_revision.py --base 7df053f --pairs 7
 
 Each pair runs the script of --base (taken with `git show`) and today's, same seed and flags, one
 process at a time, the order alternating between pairs. Wall time is the whole process, start-up
@@ -25,8 +25,8 @@ import numpy as np
 
 from common import REPO, write_table
 
-RUNS = {"ppo.py": ["--env-id", "CartPole-v1", "--total-timesteps", "100000"],
-        "ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "50000"]}
+RUNS = {"ppo.py": ["--env-id", "CartPole-v1", "--total-timesteps", "50000"],
+        "ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "20480"]}
 
 
 def timed_run(script, argv, cwd):
