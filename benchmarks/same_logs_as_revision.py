@@ -1,0 +1,53 @@
+"""Does a script still learn exactly what it learned at an earlier commit? Runs the script of --base
+(taken with `git show`) and today's with the same flags, reads both event files back with
+TensorBoard's reader, and compares every scalar tag but charts/SPS point by point.
+
+    python benchmarks/same_logs_as_revision.py --base 7df053f ppo.py --total-timesteps 20000
+    python benchmarks/same_logs_as_revision.py --base 7df053f ppo_godot.py \\
+        --env-path godot/chase/chase_discrete.x86_64 --num-steps 32 --total-timesteps 16384
+
+Exits 1 when a tag differs. The flags after the script name go to both runs unchanged.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from common import REPO, read_run
+
+
+def scalars(script, flags, folder):
+    folder.mkdir()
+    subprocess.run([sys.executable, str(script), *flags], cwd=folder, check=True, capture_output=True)
+    (run_dir,) = (folder / "runs").iterdir()
+    acc = read_run(run_dir)
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]
+            if tag != "charts/SPS"}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--base", required=True, help="the commit to compare with")
+    p.add_argument("script")
+    args, flags = p.parse_known_args()
+    flags = [os.path.abspath(f) if os.path.exists(f) else f for f in flags]  # paths work from any folder
+    with tempfile.TemporaryDirectory() as workdir:
+        base = Path(workdir) / args.script
+        base.write_text(subprocess.run(["git", "show", f"{args.base}:{args.script}"], cwd=REPO, check=True,
+                                       capture_output=True, text=True).stdout)
+        old = scalars(base, flags, Path(workdir) / "base")
+        new = scalars(REPO / args.script, flags, Path(workdir) / "today")
+    differ = sorted(tag for tag in old.keys() | new.keys()
+                    if tag not in old or tag not in new or not np.array_equal(old[tag], new[tag], equal_nan=True))
+    points = sum(len(v) for v in new.values())
+    print(f"{args.script} {' '.join(sys.argv[4:])}: {len(new)} tags, {points} points; "
+          + (f"DIFFER: {', '.join(differ)}" if differ else f"identical to {args.base}"))
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()
