@@ -678,8 +678,9 @@ class Run:
             if args.cuda:
                 torch.cuda.set_rng_state(saved["rng"]["cuda"])
             set_env_state(self.envs, saved["envs"])
-            if unsaved_tensors(self.agent):  # a hack's state kept outside state_dict: say it restarts
-                print(f"resume: {', '.join(unsaved_tensors(self.agent))} were not saved: they start anew")
+            unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
+            if unsaved:
+                print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
         if saved is not None and self.restore_episodes(saved["envs"]):
             next_obs, next_done = saved["next_obs"], saved["next_done"]
         else:
