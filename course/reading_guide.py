@@ -15,8 +15,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "course" / "README.md"
-SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_scratch_skeleton.py"]
-TRAINING = SCRIPTS[:3]
+SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py", "ppo_scratch_skeleton.py"]
+TRAINING = SCRIPTS[:4]
 
 # topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
 TOPICS = {
@@ -24,11 +24,18 @@ TOPICS = {
     "env factory and vector envs": {"ppo.py": ["def make_env(", "def make_envs("],
                                     "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
                                     "ppo_godot.py": ["class GodotVecEnv:", "def make_envs("],
+                                    "ppo_lstm.py": ["class CartPoleNoVel(", "def make_env(", "def make_envs(",
+                                                    "def wrap_envs("],
                                     "ppo_scratch_skeleton.py": ["def make_env(", "def make_envs("]},
     "actor/critic network and its initialisation": {s: ["def layer_init(", "class Agent("] for s in SCRIPTS},
     "rollout storage": {s: ["def make_storage("] for s in SCRIPTS},
     "the rollout and next-step autoreset": {s: ["def collect_rollout("] for s in SCRIPTS},
+    "the LSTM state: carried step to step, zero where an episode starts": {
+        "ppo_lstm.py": ["def initial_state(", "def memory(", "def forget(",
+                        "storage.initial_lstm_state = next_lstm_state"]},
     "GAE, delta_t and A_t": {s: ["def rollout_logprobs_and_values(", "def compute_gae("] for s in SCRIPTS},
+    "minibatches of whole env sequences": {"ppo_lstm.py": ["def sequence_minibatches("]},
+    "the update's replay of each sequence through the LSTM": {"ppo_lstm.py": ["def replay("]},
     "the ratio r_t": {**{s: ["logratio = newlogprob"] for s in TRAINING},
                       "ppo_scratch_skeleton.py": ["# TODO 5"]},
     "L^CLIP": {**{s: ["# ALGO: L^CLIP"] for s in TRAINING}, "ppo_scratch_skeleton.py": ["# TODO 6"]},
@@ -37,6 +44,7 @@ TOPICS = {
     "entropy bonus": {"ppo.py": ["entropy = -(log_pi.exp()"],
                       "ppo_continuous_action.py": ["entropy = (0.5 + 0.5 * math.log"],
                       "ppo_godot.py": ["entropy = entropy - (log_pi.exp()", "entropy = entropy + (0.5 + 0.5"],
+                      "ppo_lstm.py": ["entropy = -(log_pi.exp()"],
                       "ppo_scratch_skeleton.py": ["# TODO 2"]},
     "the total loss": {**{s: ["# ALGO: loss = -L^CLIP"] for s in TRAINING},
                        "ppo_scratch_skeleton.py": ["# TODO 8", "# ALGO: loss = -L^CLIP"]},

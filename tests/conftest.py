@@ -20,6 +20,7 @@ import torch  # noqa: E402
 import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
+import ppo_lstm  # noqa: E402
 
 CHASE = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
          for kind in ("discrete", "multidiscrete", "continuous")}
@@ -49,6 +50,8 @@ def godot_user_folder(game=CHASE["discrete"]):
 class Script:
     """A gymnasium training script, and the flags of a run of it that takes a few seconds."""
 
+    batched_rollout_forward = True  # log pi_old and V of a rollout come from one forward after it
+
     def __init__(self, module, env_id, short):
         self.module, self.env_id, self.short = module, env_id, short
         self.file = module.__name__ + ".py"
@@ -75,12 +78,28 @@ class Script:
     def num_envs_argv(self, monkeypatch, num_envs):
         return ["--num-envs", str(num_envs)]
 
+    def one_row_minibatches_argv(self, monkeypatch):
+        """Minibatches of 2 rows, so that an autoreset row dropped from one leaves 1 row."""
+        return self.num_envs_argv(monkeypatch, 1) + ["--num-steps", "16", "--num-minibatches", "8"]
+
     def greedy_method(self):
         """The agent's method that evaluation acts through first."""
         return "policy"
 
     def evaluate(self, checkpoint, eval_episodes, seed, greedy=True):
         return self.module.evaluate(str(checkpoint), eval_episodes, seed=seed, greedy=greedy)
+
+
+class LSTMScript(Script):
+    """ppo_lstm.py: a minibatch takes whole env sequences, and the rollout keeps log pi_old and V itself
+    (no batched forward after it)."""
+    batched_rollout_forward = False
+
+    def one_row_minibatches_argv(self, monkeypatch):  # 8 envs of 2 steps, one env per minibatch
+        return ["--num-envs", "8", "--num-steps", "2", "--num-minibatches", "8"]
+
+    def greedy_method(self):
+        return "memory"
 
 
 class AsGameActions(gym.ActionWrapper):
@@ -156,6 +175,7 @@ GYM_SCRIPTS = [
     Script(ppo_continuous_action, "Pendulum-v1",
            ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-envs", "2",
             "--num-steps", "128", "--num-minibatches", "4", "--update-epochs", "2"]),
+    LSTMScript(ppo_lstm, "CartPoleNoVel-v1", ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]),
 ]
 GODOT = GodotScript(ppo_godot, "godot-editor", ["--total-timesteps", "1024", "--num-steps", "64"])
 SCRIPTS = GYM_SCRIPTS + [GODOT]

@@ -1,4 +1,4 @@
-"""The fault table of docs/using-the-scripts.md, walked as a user meets it: each bad input and fault, in each of the four
+"""The fault table of docs/using-the-scripts.md, walked as a user meets it: each bad input and fault, in each of the five
 scripts it applies to, run as a process of its own. What it prints (one line, no traceback), its
 exit code, and what it keeps. Rows whose provoking needs a hook inside the process (a signal in an
 update, a NaN from the env or the loss, a crash) are tested in test_scripts.py and test_resume.py;
@@ -20,12 +20,13 @@ from conftest import (CHASE, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_l
                       run_dirs, run_script)
 from scratch_reference import SOLUTIONS, complete
 
-TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
+TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py"]
 SHORT = {  # a run of a few seconds
     "ppo.py": ["--total-timesteps", "1024", "--num-steps", "64"],
     "ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-steps", "128",
                                  "--num-minibatches", "4", "--update-epochs", "2"],
     "ppo_godot.py": ["--num-steps", "16", "--total-timesteps", "1024"],
+    "ppo_lstm.py": ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"],
 }
 
 
@@ -48,23 +49,28 @@ BAD_INPUT = {  # fault: {script: (argv, what the line says)}
         "ppo.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
         "ppo_continuous_action.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
         "ppo_godot.py": (["--env-path", "README.md"], "is not an executable file"),
+        "ppo_lstm.py": (["--env-id", "NoSuchEnv-v0"], "NoSuchEnv-v0"),
     },
     "env module that does not import": {
-        s: (["--env-id", "no_such_module:Env-v0"], "no_such_module") for s in TRAINING[:2]},
+        s: (["--env-id", "no_such_module:Env-v0"], "no_such_module")
+        for s in ["ppo.py", "ppo_continuous_action.py", "ppo_lstm.py"]},
     "action space of the other script": {
         "ppo.py": (["--env-id", "Pendulum-v1"], "needs a Discrete action space"),
         "ppo_continuous_action.py": (["--env-id", "CartPole-v1"], "needs a Box action space"),
+        "ppo_lstm.py": (["--env-id", "Pendulum-v1"], "needs a Discrete action space"),
     },
     "batch that does not split into minibatches": {
         "ppo.py": (["--num-minibatches", "3"], "--num-minibatches"),
         "ppo_continuous_action.py": (["--num-minibatches", "3"], "--num-minibatches"),
         "ppo_godot.py": (["--num-minibatches", "5"], "does not divide into --num-minibatches 5"),
+        "ppo_lstm.py": (["--num-minibatches", "3"], "each minibatch takes whole env sequences"),
     },
     "minibatches of one row": {
         "ppo.py": (["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "8"], "minibatches of 1 row"),
         "ppo_continuous_action.py": (["--num-envs", "1", "--num-steps", "8", "--num-minibatches", "8"],
                                      "minibatches of 1 row"),
         "ppo_godot.py": (["--num-steps", "1", "--num-minibatches", "16"], "minibatches of 1 row"),
+        "ppo_lstm.py": (["--num-envs", "2", "--num-steps", "1", "--num-minibatches", "2"], "minibatches of 1 row"),
     },
     "--cuda without a GPU": {s: (["--cuda"], "sees no CUDA GPU") for s in TRAINING},
     "export without a path": {"ppo_godot.py": (["--export-checkpoint", "x.pt"], "give that too")},

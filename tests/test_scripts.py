@@ -1,5 +1,5 @@
-"""What the three training scripts share: GAE, autoreset masking, the update's diagnostics,
-logging, determinism, checkpoints, evaluation and interrupts. Each test runs on all three
+"""What the four training scripts share: GAE, autoreset masking, the update's diagnostics,
+logging, determinism, checkpoints, evaluation and interrupts. Each test runs on all four
 (ppo_godot.py in this process on a fake game, in a process of its own on the real Chase game)."""
 import json
 import math
@@ -122,12 +122,13 @@ class MarkFinalObservation(gym.Wrapper):
 
 
 def record_agent_calls(script, monkeypatch):
-    """Record every evaluate_actions call: (grad enabled?, obs, action, logprob)."""
+    """Record every evaluate_actions call: (grad enabled?, obs, action, logprob). ppo_lstm.py's also
+    takes the LSTM states and where episodes start."""
     calls = []
     original = script.module.Agent.evaluate_actions
 
-    def recording(self, x, action):
-        out = original(self, x, action)
+    def recording(self, x, action, *memory):
+        out = original(self, x, action, *memory)
         calls.append((torch.is_grad_enabled(), x.detach().clone(), action.detach().clone(),
                       out[0].detach().clone()))
         return out
@@ -139,13 +140,18 @@ def record_agent_calls(script, monkeypatch):
 def test_autoreset_rows_never_reach_the_loss(script, in_tmp, monkeypatch):
     script.use_plain_envs(monkeypatch, MarkFinalObservation)
     calls = record_agent_calls(script, monkeypatch)
+    autoreset_rows, ppo_update = [], script.module.ppo_update
+
+    def counting(args, agent, optimizer, storage, *rest):  # the rows each rollout stored
+        autoreset_rows.append(int((storage.obs[..., 0] == SENTINEL).sum()))
+        return ppo_update(args, agent, optimizer, storage, *rest)
+
+    monkeypatch.setattr(script.module, "ppo_update", counting)
     args = script.module.parse_args(script.short + ["--update-epochs", "2"])
     script.module.train(args)
 
-    rollout_obs = [x for grad, x, _, _ in calls if not grad]  # the batched forward after each rollout
     update_obs = [x for grad, x, _, _ in calls if grad]
-    assert len(rollout_obs) == args.num_iterations
-    autoreset_rows = [int((x[..., 0] == SENTINEL).sum()) for x in rollout_obs]
+    assert len(autoreset_rows) == args.num_iterations
     assert sum(autoreset_rows) > 10  # the test can fail: autoreset rows do get stored
     assert all(not (x == SENTINEL).any() for x in update_obs)
     rows_per_epoch = [args.batch_size - n for n in autoreset_rows]
@@ -207,8 +213,8 @@ def test_bootstrap_truncation_flag(script, in_tmp, monkeypatch, bootstrap):
 def test_a_one_row_minibatch_left_by_autoreset_rows_trains_on(script, in_tmp, monkeypatch):
     # 2-row minibatches; each episode end drops an autoreset row and leaves a 1-row minibatch,
     # whose advantage std would be NaN
-    args = script.module.parse_args(script.short + script.num_envs_argv(monkeypatch, 1) + [
-        "--num-steps", "16", "--num-minibatches", "8", "--total-timesteps", "2048"])
+    args = script.module.parse_args(script.short + script.one_row_minibatches_argv(monkeypatch) + [
+        "--total-timesteps", "2048"])
     script.module.train(args)
     scalars = read_scalars(run_dirs(in_tmp)[0])
     assert len(scalars["charts/episodic_return"]) >= 5  # episodes did end, so rows were dropped
@@ -253,8 +259,8 @@ def test_nan_in_the_loss_stops_before_the_weights_change(script, in_tmp, monkeyp
     original = script.module.Agent.evaluate_actions
     grad_calls, weights_before = [], {}
 
-    def poisoned(self, x, action):
-        out = original(self, x, action)
+    def poisoned(self, x, action, *memory):
+        out = original(self, x, action, *memory)
         if torch.is_grad_enabled():
             grad_calls.append(1)
             if len(grad_calls) == 3:  # the third minibatch's log-probs turn NaN
@@ -368,10 +374,10 @@ def test_evaluation_acts_with_the_saved_weights(short_run, monkeypatch):
     checkpoint = run_dir / f"{script.module.__name__}.pt"
     acting = []  # the weights of the agent at its first action
 
-    def recording(self, x):
+    def recording(self, x, *memory):
         if not acting:
             acting.append({k: v.clone() for k, v in self.state_dict().items()})
-        return original(self, x)
+        return original(self, x, *memory)
 
     original = getattr(script.module.Agent, script.greedy_method())
     monkeypatch.setattr(script.module.Agent, script.greedy_method(), recording)
@@ -423,7 +429,7 @@ def test_stop_during_an_update_ends_it_at_its_end(script, in_tmp, monkeypatch):
     assert stop.value.code == 143
     # the whole first update, and not one rollout step more: the saved state is a boundary
     assert sum(grad for grad, *_ in calls) == args.update_epochs * args.num_minibatches
-    assert sum(not grad for grad, *_ in calls) == 1
+    assert sum(not grad for grad, *_ in calls) == script.batched_rollout_forward
     saved = torch.load(run_dirs(in_tmp)[0] / f"{script.module.__name__}.pt")
     assert pickle.loads(saved["resume"])["iteration"] == 1
 

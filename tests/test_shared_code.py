@@ -57,3 +57,30 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
     differing = set(reference) ^ set(lines)
     allowed = ("Agent(", "int(np.prod(envs.single_action_space.shape))", "Run(args)", "set_batch_sizes(")
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
+
+
+# ppo_lstm.py takes ppo.py's definitions where memory changes nothing, and ppo_continuous_action.py's
+# observation normalisation with its statistics in the checkpoint
+LSTM_SHARES = {
+    "ppo.py": ["make_env", "NormalizeReward", "layer_init", "compute_gae", "str2bool", "minibatch_problem",
+               "resumed_args", "fail", "env_errors", "EnvFault", "check_env_output", "find_wrapper",
+               "unsaved_tensors", "load_checkpoint", "load_weights"],
+    "ppo_continuous_action.py": ["make_envs", "get_env_state", "set_env_state", "save_checkpoint"],
+}
+
+
+@pytest.mark.parametrize("name, reference", [(name, script) for script, names in LSTM_SHARES.items()
+                                             for name in names])
+def test_ppo_lstm_shares_what_memory_does_not_change(name, reference):
+    assert definitions("ppo_lstm.py")[name] == definitions(reference)[name], f"ppo_lstm.py's {name} differs"
+
+
+def test_ppo_lstm_train_differs_only_in_the_lstm_state():
+    """train() is ppo.py's but for the LSTM's size and the state carried from one call to the next."""
+    reference, lines = definitions("ppo.py")["train"].splitlines(), definitions("ppo_lstm.py")["train"].splitlines()
+    added, removed = set(lines) - set(reference), set(reference) - set(lines)
+    assert added and all("lstm" in line or "Agent(" in line or line.endswith("(") for line in added), added
+    # the lines that pass the state on, from ppo.py, and nothing else
+    calls = ("Agent(", "run.start()", "collect_rollout(", "next_done, global_step", "rollout_logprobs_and_values(",
+             "run.end_iteration(")
+    assert all(any(call in line for call in calls) for line in removed), removed

@@ -1,0 +1,166 @@
+"""ppo_lstm.py on CartPoleNoVel-v1 (CartPole without its velocities), against PPO without memory
+and against SB3-contrib's RecurrentPPO with the RL Zoo's hyperparameters.
+
+    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 5   # ~45 min on 2 cores
+    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 0   # the figure's three scripts only
+
+For each seed, one process at a time: ppo_lstm.py at its defaults; ppo.py at its defaults on the
+same env (no memory); ppo.py on CartPoleNoVelStack4-v1 (the last 4 observations stacked, the classic
+way without memory); then RecurrentPPO (8 envs x 32 steps, batch 256, 20 epochs, gamma 0.98,
+lambda 0.8, lr 1e-3 and clip range 0.2 annealed, no entropy bonus, observation normalisation,
+separate 64-unit LSTMs for actor and critic: the RL Zoo's CartPoleNoVel-v1 entry), which stops once
+solved. Reports the env steps and the seconds from the start of training until the mean of the last
+100 episodic returns first reaches 475, and the mean of the last 100 returns at the end. Writes
+benchmarks/results/lstm_cartpole_novel.md and benchmarks/figures/lstm_cartpole_novel.png.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cartpole_vs_sb3 import THRESHOLD, fmt, solve_point
+from common import REPO, episode_curve, plot_returns, read_run, without_curves, write_table
+
+RUNS = {  # label: (script, flags); each at its defaults otherwise
+    "ppo_lstm.py": ("ppo_lstm.py", ["--env-id", "CartPoleNoVel-v1"]),
+    "ppo.py (no memory)": ("ppo.py", ["--env-id", "ppo_lstm:CartPoleNoVel-v1"]),
+    "ppo.py, 4 stacked obs": ("ppo.py", ["--env-id", "experiments.frame_stack:CartPoleNoVelStack4-v1"]),
+}
+
+
+def run_script(label, seed, total_timesteps, workdir):
+    script, flags = RUNS[label]
+    exp_name = f"bench{list(RUNS).index(label)}"
+    subprocess.run([sys.executable, str(REPO / script), *flags, "--seed", str(seed), "--exp-name", exp_name,
+                    "--total-timesteps", str(total_timesteps), "--log-dir", workdir], cwd=workdir, check=True,
+                   stdout=subprocess.DEVNULL)
+    run_dir = next(Path(workdir).glob(f"*__{exp_name}__{seed}__*"))
+    acc = read_run(run_dir)
+    start = acc.Tensors("hyperparameters/text_summary")[0].wall_time  # written as training starts
+    steps, returns = episode_curve(acc)
+    times = [e.wall_time for e in acc.Scalars("charts/episodic_return")]
+    solved_steps, solved_seconds = solve_point(steps, returns, times, start)
+    return dict(sps=acc.Scalars("charts/SPS")[-1].value, solved_steps=solved_steps, solved_seconds=solved_seconds,
+                final_return=float(np.mean(returns[-100:])), curve=(steps, returns))
+
+
+def run_sb3(seed, total_timesteps):
+    out = subprocess.run([sys.executable, __file__, "--sb3-worker", "--seeds", str(seed),
+                          "--total-timesteps", str(total_timesteps)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def sb3_worker(seed, total_timesteps):
+    """In its own process: RecurrentPPO with the RL Zoo's CartPoleNoVel-v1 hyperparameters, until solved."""
+    import torch
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    sys.path.insert(0, str(REPO))
+    import ppo_lstm  # noqa: F401 (registers CartPoleNoVel-v1, the env ppo_lstm.py trains on)
+
+    class UntilSolved(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.steps, self.returns, self.times = [], [], []
+
+        def _on_step(self):
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.steps.append(self.num_timesteps)
+                    self.returns.append(info["episode"]["r"])
+                    self.times.append(time.time())
+            return len(self.returns) < 100 or np.mean(self.returns[-100:]) < THRESHOLD
+
+    env = VecNormalize(make_vec_env("CartPoleNoVel-v1", n_envs=8, seed=seed), norm_reward=False)
+    model = RecurrentPPO("MlpLstmPolicy", env, seed=seed, device="cpu", n_steps=32, batch_size=256, n_epochs=20,
+                         gamma=0.98, gae_lambda=0.8, ent_coef=0.0, learning_rate=lambda left: left * 1e-3,
+                         clip_range=lambda left: left * 0.2,
+                         policy_kwargs=dict(ortho_init=False, activation_fn=torch.nn.ReLU, lstm_hidden_size=64,
+                                            enable_critic_lstm=True, net_arch=dict(pi=[64], vf=[64])))
+    callback = UntilSolved()
+    start = time.time()
+    model.learn(total_timesteps=total_timesteps, callback=callback)
+    elapsed = time.time() - start
+    solved_steps, solved_seconds = solve_point(callback.steps, callback.returns, callback.times, start)
+    print(json.dumps(dict(sps=model.num_timesteps / elapsed, solved_steps=solved_steps, solved_seconds=solved_seconds,
+                          threads=torch.get_num_threads(), final_return=float(np.mean(callback.returns[-100:])))))
+
+
+def median(rows, label, key):
+    values = [r[label][key] for r in rows if r[label].get(key) is not None]
+    return np.median(values) if values else None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=10, help="seeds 1..N")
+    p.add_argument("--total-timesteps", type=int, default=200_000, help="steps of each run of the three scripts")
+    p.add_argument("--sb3-timesteps", type=int, default=300_000, help="RecurrentPPO's budget (it stops once solved)")
+    p.add_argument("--sb3-seeds", type=int, default=None,
+                   help="RecurrentPPO on seeds 1..N only (default: all; 0 leaves it out)")
+    p.add_argument("--out", default="lstm_cartpole_novel", help="name of the table and figure")
+    p.add_argument("--sb3-worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.sb3_worker:
+        return sb3_worker(args.seeds, args.total_timesteps)
+
+    command = "python benchmarks/lstm_cartpole_novel.py " + " ".join(sys.argv[1:])
+    sb3_seeds = args.seeds if args.sb3_seeds is None else args.sb3_seeds
+    labels = list(RUNS) + (["RecurrentPPO"] if sb3_seeds else [])
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for seed in range(1, args.seeds + 1):
+            row = {"seed": seed}
+            for label in RUNS:
+                row[label] = run_script(label, seed, args.total_timesteps, workdir)
+            if seed <= sb3_seeds:
+                row["RecurrentPPO"] = run_sb3(seed, args.sb3_timesteps)
+            rows.append(row)
+            print(json.dumps(without_curves(row)), flush=True)
+
+    lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, one process at a time; "
+             f"the scripts with 1 torch thread"
+             + (f", RecurrentPPO with {rows[0]['RecurrentPPO']['threads']}" if sb3_seeds else "") + ")", "",
+             "| seed | " + " | ".join(f"{label} steps to 475 | {label} s to 475" for label in labels) + " |",
+             "|---" * (1 + 2 * len(labels)) + "|"]
+    for r in rows:
+        lines.append(f"| {r['seed']} | " + " | ".join(
+            f"{fmt(r[label]['solved_steps'])} | {fmt(r[label]['solved_seconds'])}" if label in r else "not run | not run"
+            for label in labels) + " |")
+    lines.append("")
+    for label in labels:
+        ran = [r for r in rows if label in r]
+        solved = sum(r[label]["solved_steps"] is not None for r in ran)
+        steps, seconds = median(ran, label, "solved_steps"), median(ran, label, "solved_seconds")
+        lines.append(f"- {label}: solved (100-episode mean >= 475) on {solved}/{len(ran)} seeds; median "
+                     f"{fmt(steps)} steps and {fmt(seconds)} s to solve (over the seeds that solved); "
+                     f"SPS {fmt(median(ran, label, 'sps'))}; final 100-episode mean "
+                     f"{np.mean([r[label]['final_return'] for r in ran]):.1f} (mean over seeds"
+                     + (", RecurrentPPO's where it stopped: once solved)." if label == "RecurrentPPO" else ")."))
+    if sb3_seeds:
+        pairs = [(r["ppo_lstm.py"], r["RecurrentPPO"]) for r in rows if "RecurrentPPO" in r]
+        both = [(a, b) for a, b in pairs if a["solved_seconds"] is not None and b["solved_seconds"] is not None]
+        if both:
+            time_ratios = [b["solved_seconds"] / a["solved_seconds"] for a, b in both]
+            step_ratios = [b["solved_steps"] / a["solved_steps"] for a, b in both]
+            lines.append(f"- ppo_lstm.py against RecurrentPPO, per seed where both solved ({len(both)}): "
+                         f"{np.median(time_ratios):.1f}x less wall time to solve (median; min "
+                         f"{min(time_ratios):.1f}x), {np.median(step_ratios):.2f}x fewer steps (median; min "
+                         f"{min(step_ratios):.2f}x).")
+    write_table(args.out, lines)
+    plot_returns(args.out, {label: [r[label]["curve"] for r in rows] for label in RUNS},
+                 "CartPoleNoVel-v1 (no velocities): memory, no memory, 4 stacked observations", command,
+                 lines=[(THRESHOLD, "475 (solved)")])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,932 @@
+"""PPO with memory (an LSTM policy) for discrete actions, in one file (default env: CartPoleNoVel-v1).
+
+    python ppo_lstm.py --env-id CartPoleNoVel-v1  # train; logs go to runs/
+    tensorboard --logdir runs                     # watch charts/episodic_return climb to 500
+    python ppo_lstm.py --eval-checkpoint runs/<run>/ppo_lstm.pt --capture-video   # watch the trained agent
+
+CartPoleNoVel-v1 is CartPole-v1 whose observation keeps the cart position and the pole angle and
+leaves out both velocities: one observation cannot tell a pole falling left from one rising left,
+so a policy of the observation alone fails; one that remembers the last few can infer the speeds.
+`diff ppo.py ppo_lstm.py` shows what memory changes: an LSTM state h_t carried from step to step
+(zero where an episode starts), the state at each rollout's start kept, minibatches of whole env
+sequences, and an update that replays each sequence through the LSTM from that kept state.
+
+Read it top to bottom, down to the plumbing banner (section 9): arguments, environment, network,
+rollout, advantages, update, the training loop and evaluation, in the order a PPO lecture takes
+them. A comment marked ALGO gives the equation its line computes. Below the banner is what keeps a
+run safe (bad input, checkpoints, stop and resume, faults); nothing there changes what is learned.
+Two things differ from most PPO scripts written before gymnasium 1.0:
+  1. gymnasium 1.0 resets a finished sub-env on the *next* step(), which ignores the action and
+     returns the new episode's first observation with reward 0: no transition, so its row is dropped.
+  2. An episode cut by a time limit (truncated) is not a terminal state: its advantage bootstraps
+     from V(final observation). Only a real termination zeroes the future value.
+"""
+import argparse
+import contextlib
+import copy
+import os
+import pickle
+import random
+import signal
+import sys
+import threading
+import time
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+from torch.utils.tensorboard import SummaryWriter
+
+
+# ================================================================================================
+# 1. Arguments
+# ================================================================================================
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.error = fail  # a bad flag gets one line, not the whole usage text
+    flag = dict(type=str2bool, nargs="?", const=True)  # `--anneal-lr`, `--anneal-lr false`
+    # Experiment
+    p.add_argument("--exp-name", default=os.path.basename(__file__)[: -len(".py")],
+                   help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
+    p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
+    p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
+    p.add_argument("--torch-deterministic", default=True, **flag, help="make cuDNN deterministic (CPUs always are)")
+    p.add_argument("--cuda", default=False, **flag,
+                   help="run the networks on the GPU; off by default: for 64-unit networks one CPU core is "
+                        "faster, each tiny kernel costing more to launch than to run (benchmarks/README.md)")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
+                        "beside a busy process (results change)")
+    p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
+    # Algorithm. Where memory needed other defaults than ppo.py's (a higher learning rate, no entropy
+    # bonus, normalised observations and rewards), benchmarks/README.md shows the runs that chose them
+    p.add_argument("--env-id", default="CartPoleNoVel-v1", help="a gymnasium env id with Discrete actions")
+    p.add_argument("--total-timesteps", type=int, default=200000, help="env steps over all envs")
+    p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step size")
+    p.add_argument("--num-envs", type=int, default=8, help="parallel envs (one process, in turn)")
+    p.add_argument("--num-steps", type=int, default=64, help="steps per env per rollout: the sequences' length")
+    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
+    p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
+    p.add_argument("--num-minibatches", type=int, default=4,
+                   help="minibatches per epoch, each of num_envs / num_minibatches whole env sequences")
+    p.add_argument("--update-epochs", type=int, default=4, help="passes over each rollout")
+    p.add_argument("--norm-adv", default=True, **flag, help="normalise advantages per minibatch")
+    p.add_argument("--clip-coef", type=float, default=0.2, help="epsilon of L^CLIP")
+    p.add_argument("--clip-vloss", default=True, **flag, help="clip the value loss like L^CLIP")
+    p.add_argument("--ent-coef", type=float, default=0.0, help="entropy bonus weight")
+    p.add_argument("--vf-coef", type=float, default=0.5, help="value loss weight")
+    p.add_argument("--max-grad-norm", type=float, default=0.5, help="clip the global gradient norm")
+    p.add_argument("--target-kl", type=float, default=None,
+                   help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
+    p.add_argument("--norm-obs", default=True, **flag,
+                   help="normalise observations by a running mean/std, then clip to +-10")
+    p.add_argument("--norm-reward", default=True, **flag,
+                   help="scale rewards by a running std of the discounted return (NormalizeReward), clip to +-10")
+    p.add_argument("--bootstrap-truncation", default=True, **flag,
+                   help="bootstrap V(final obs) on time-limit ends; false: terminal, as in CleanRL")
+    p.add_argument("--lstm-hidden-size", type=int, default=128, help="units of the LSTM's state h_t (and c_t)")
+    # Evaluation
+    p.add_argument("--eval-checkpoint", default=None, help="evaluate this saved model instead of training")
+    p.add_argument("--eval-episodes", type=int, default=10, help="episodes for --eval-checkpoint")
+    # section 9 adds --save-model and --resume, then checks the values (a bad one ends the run in one
+    # line); --resume takes the saved run's flags
+    args = parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
+    args.batch_size = args.num_envs * args.num_steps  # rows per rollout
+    args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
+    return args
+
+
+# ================================================================================================
+# 2. Environment
+# ================================================================================================
+class CartPoleNoVel(CartPoleEnv):
+    """CartPole-v1 observed without its two velocities: (cart position, pole angle) only."""
+
+    def __init__(self, render_mode=None):
+        super().__init__(render_mode=render_mode)
+        full = self.observation_space
+        self.observation_space = gym.spaces.Box(full.low[[0, 2]], full.high[[0, 2]], dtype=np.float32)
+
+    def reset(self, **kwargs):
+        obs, info = super().reset(**kwargs)
+        return obs[[0, 2]], info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs[[0, 2]], reward, terminated, truncated, info
+
+
+# The RL Zoo's name for it, so that results compare; the same time limit and threshold as CartPole-v1
+gym.register("CartPoleNoVel-v1", entry_point=CartPoleNoVel, max_episode_steps=500, reward_threshold=475.0)
+
+
+def make_env(env_id, idx, capture_video, run_name):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"videos/{run_name}")
+        else:
+            env = gym.make(env_id)
+        env = gym.wrappers.RecordEpisodeStatistics(env)  # raw returns, before any reward scaling
+        return env
+
+    return thunk
+
+
+def make_envs(args, run_name):
+    """N copies of the env stepped in turn in this process (fastest for cheap envs)."""
+    with env_errors(args.env_id):  # section 9: an env that cannot be made, or not learned here: one line
+        envs = gym.vector.SyncVectorEnv([make_env(args.env_id, i, args.capture_video, run_name)
+                                         for i in range(args.num_envs)])
+        check_spaces(envs, args.env_id)
+    envs = wrap_envs(envs, args.norm_obs)
+    if args.norm_reward:  # one running statistic shared by all N envs
+        envs = NormalizeReward(envs, gamma=args.gamma)
+        envs = gym.wrappers.vector.TransformReward(envs, lambda reward: np.clip(reward, -10, 10))
+    return envs
+
+
+def wrap_envs(envs, norm_obs):
+    """What training and evaluation share: normalised observations, whose running statistics (one
+    set for all N envs) are saved with the model."""
+    if norm_obs:
+        envs = gym.wrappers.vector.NormalizeObservation(envs)
+        clipped = gym.spaces.Box(-10.0, 10.0, envs.observation_space.shape, np.float32)
+        envs = gym.wrappers.vector.TransformObservation(envs, lambda obs: np.clip(obs, -10, 10), clipped)
+        # the wrapper sets the batched space only: the single env's says the same bounds
+        envs.single_observation_space = gym.spaces.Box(-10.0, 10.0, clipped.shape[1:], np.float32)
+    return envs
+
+
+class NormalizeReward(gym.wrappers.vector.NormalizeReward):
+    """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}. gymnasium's
+    wrapper restarts G at terminations only (on envs that end by time limit alone, like Pendulum, G
+    runs on forever) and counts the autoreset step; here G restarts at every end, without that step."""
+
+    def __init__(self, envs, gamma):
+        super().__init__(envs, gamma=gamma)
+        self.autoreset = np.zeros(self.num_envs, dtype=bool)  # this step only resets these envs
+
+    def reset(self, **kwargs):
+        self.accumulated_reward[:] = 0.0
+        self.autoreset[:] = False
+        return self.env.reset(**kwargs)
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        transition = ~self.autoreset
+        self.accumulated_reward = np.where(transition, self.accumulated_reward * self.gamma + reward, 0.0)
+        if self.update_running_mean and transition.any():
+            self.return_rms.update(self.accumulated_reward[transition])
+        self.autoreset = terminated | truncated
+        return obs, reward / np.sqrt(self.return_rms.var + self.epsilon), terminated, truncated, info
+
+
+# ================================================================================================
+# 3. Network: encoder, LSTM, then actor and critic heads
+# ================================================================================================
+def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias_const)
+    return layer
+
+
+class Agent(nn.Module):
+    """s_t -> encoder -> LSTM -> h_t -> actor pi(.|h_t) and critic V(h_t). h_t sums up the episode so
+    far: the LSTM's state (h_t, c_t) is carried from one step to the next, zero where an episode starts."""
+
+    def __init__(self, obs_dim, n_actions, lstm_hidden_size):
+        super().__init__()
+        self.encoder = nn.Sequential(layer_init(nn.Linear(obs_dim, 64)), nn.Tanh())
+        self.lstm = nn.LSTM(64, lstm_hidden_size, batch_first=True)  # (env, time, features)
+        for name, param in self.lstm.named_parameters():
+            if "bias" in name:
+                nn.init.constant_(param, 0)
+            else:
+                nn.init.orthogonal_(param, 1.0)
+        self.critic = layer_init(nn.Linear(lstm_hidden_size, 1), std=1.0)
+        self.actor = layer_init(nn.Linear(lstm_hidden_size, n_actions), std=0.01)  # near-uniform at the start
+
+    def initial_state(self, num_envs):
+        """(h, c) = 0: the state an episode starts from."""
+        h = torch.zeros(self.lstm.num_layers, num_envs, self.lstm.hidden_size, device=self.critic.weight.device)
+        return h, h.clone()
+
+    def memory(self, x, lstm_state):
+        """One step of each env: h_t, (h_t, c_t) = LSTM(encoder(s_t), (h_{t-1}, c_{t-1})). torch.lstm_cell is
+        the step nn.LSTM takes, on its weights, at a third of nn.LSTM's cost for a sequence of one step."""
+        h, c = torch.lstm_cell(self.encoder(x), (lstm_state[0][0], lstm_state[1][0]), *self.lstm.all_weights[0])
+        return h, (h.unsqueeze(0), c.unsqueeze(0))
+
+    def get_value(self, x, lstm_state):
+        return self.critic(self.memory(x, lstm_state)[0])
+
+    def policy(self, hidden):
+        """log pi(.|h_t) for every action: the one place the policy's distribution is defined.
+        Rollout sampling, the update and evaluation all use it, so an edit here changes all three."""
+        return torch.log_softmax(self.actor(hidden), dim=-1)
+
+    def get_action(self, x, lstm_state):
+        """Rollout-time: a_t ~ pi(.|h_t), log pi(a_t|h_t), V(h_t) and the next state. The rollout steps
+        the LSTM anyway, so it keeps log pi_old and V for the update. Each action a draws E_a ~ Exp(1),
+        and the largest pi(a|h) / E_a wins, with probability pi(a|h): the draw torch.multinomial (so
+        Categorical.sample) makes, without its input checks, which cost more than the forward."""
+        hidden, lstm_state = self.memory(x, lstm_state)
+        log_pi = self.policy(hidden)
+        action = (log_pi.exp() / torch.empty_like(log_pi).exponential_()).argmax(dim=-1)
+        return action, log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(hidden), lstm_state
+
+    def replay(self, x, lstm_state, episode_starts):
+        """h_t of rows that are runs of steps, each run one env's consecutive steps of one episode,
+        laid end to end: episode_starts marks each run's first row, lstm_state holds the state each
+        run starts from. All runs go through the LSTM in one call, padded to the longest: the loop
+        over time steps runs inside nn.LSTM, not in Python (CleanRL's ppo_atari_lstm.py steps it)."""
+        run = torch.cumsum(episode_starts, 0) - 1  # the run of each row, and its step in that run
+        step = torch.arange(len(x), device=x.device) - torch.nonzero(episode_starts).squeeze(-1)[run]
+        features = self.encoder(x)
+        padded = features.new_zeros(int(run[-1]) + 1, int(step.max()) + 1, features.shape[-1])
+        padded[run, step] = features  # the padding comes after a run's end: its outputs stay exact
+        hidden, _ = self.lstm(padded, lstm_state)
+        return hidden[run, step]
+
+    def evaluate_actions(self, x, action, lstm_state, episode_starts):
+        """log pi(a_t|h_t), the entropy H[pi(.|h_t)] and V(h_t), h_t replayed over whole runs of steps."""
+        hidden = self.replay(x, lstm_state, episode_starts)
+        log_pi = self.policy(hidden)
+        logprob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_pi.exp() * log_pi).sum(-1)
+        return logprob, entropy, self.critic(hidden)
+
+
+def forget(lstm_state, done):
+    """The state after an autoreset row (done: the step before it ended the episode) is zero: the next
+    row is a new episode's first. The autoreset row itself still used the old state, so V(s_final) is right."""
+    keep = torch.as_tensor(~done, dtype=torch.float32, device=lstm_state[0].device).view(1, -1, 1)
+    return lstm_state[0] * keep, lstm_state[1] * keep
+
+
+# ================================================================================================
+# 4. Rollout: num_steps steps of every env with the current policy
+# ================================================================================================
+def make_storage(args, envs):
+    """One row per (step, env). Numpy, the envs' own format, where CleanRL keeps torch tensors: a
+    row write costs ~0.5 us in numpy against ~4 us in torch, and torch sees the rollout once, after it."""
+    rows = (args.num_steps, args.num_envs)
+    return argparse.Namespace(
+        obs=np.zeros(rows + envs.single_observation_space.shape, dtype=np.float32),
+        actions=np.zeros(rows + envs.single_action_space.shape, dtype=envs.single_action_space.dtype),
+        rewards=np.zeros(rows, dtype=np.float32),
+        logprobs=np.zeros(rows, dtype=np.float32),  # log pi_old(a_t|h_t) and V(h_t), kept by the rollout
+        values=np.zeros(rows, dtype=np.float32),
+        terminations=np.zeros(rows, dtype=np.float32),
+        truncations=np.zeros(rows, dtype=np.float32),
+        is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
+    )
+
+
+def collect_rollout(envs, agent, storage, next_obs, next_done, next_lstm_state, global_step, writer, device):
+    """Fills storage; returns (next_obs, next_done, next_lstm_state, global_step). No reset: the episodes,
+    and the LSTM's memory of them, go on from the last rollout."""
+    storage.initial_lstm_state = next_lstm_state  # where the update's replay of this rollout starts
+    for step in range(len(storage.obs)):
+        global_step += envs.num_envs
+        storage.obs[step] = next_obs
+        storage.is_transition[step] = ~next_done  # after an episode end, this step only resets
+
+        # ALGO: h_t = LSTM(s_t, h_{t-1}), a_t ~ pi(.|h_t). no_grad: no autograd bookkeeping
+        with torch.no_grad():
+            action, logprob, value, next_lstm_state = agent.get_action(
+                torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
+            next_lstm_state = forget(next_lstm_state, next_done)  # new episodes start from h = 0
+        action = action.cpu().numpy()
+        storage.actions[step] = action
+        storage.logprobs[step] = logprob.cpu().numpy()
+        storage.values[step] = value.flatten().cpu().numpy()
+
+        next_obs, reward, terminated, truncated, infos = envs.step(action)
+        storage.rewards[step] = reward
+        storage.terminations[step] = terminated
+        storage.truncations[step] = truncated
+        next_done = terminated | truncated
+
+        if "episode" in infos:  # the episodes that ended this step, with their raw returns
+            for i in np.nonzero(infos["_episode"])[0]:
+                episodic_return = float(infos["episode"]["r"][i])
+                print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
+    check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
+    return next_obs, next_done, next_lstm_state, global_step
+
+
+# ================================================================================================
+# 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
+# ================================================================================================
+def rollout_logprobs_and_values(agent, storage, next_obs, next_lstm_state, device):
+    """log pi_old(a_t|s_t) and V(s_t) of every row, which the rollout kept, and V(next_obs). ppo.py
+    computes them in one forward after the rollout; here the rollout had to step the LSTM anyway."""
+    with torch.no_grad():
+        next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
+    return storage.logprobs, storage.values, next_value.flatten().cpu().numpy()
+
+
+def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
+    is V of the observation step t returned: when step t ends an episode, its final observation, so a
+    truncated episode bootstraps from V(s_final) at no extra cost."""
+    num_steps = rewards.shape[0]
+    advantages = np.zeros_like(rewards)
+    dones = np.maximum(terminations, truncations)
+    lastgaelam = 0.0
+    for t in reversed(range(num_steps)):
+        nextvalues = next_value if t == num_steps - 1 else values[t + 1]
+        # ALGO: delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
+        delta = rewards[t] + gamma * nextvalues * (1.0 - terminations[t]) - values[t]
+        # ALGO: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}; any episode end cuts it
+        lastgaelam = delta + gamma * gae_lambda * (1.0 - dones[t]) * lastgaelam
+        advantages[t] = lastgaelam
+    return advantages, advantages + values  # A_t, and the value targets R_t = A_t + V(s_t)
+
+
+# ================================================================================================
+# 6. Update: update_epochs passes of minibatch gradient steps on the clipped objective
+# ================================================================================================
+def sequence_minibatches(storage, num_minibatches):
+    """Minibatches of whole env sequences, in a new order of envs each epoch and never of steps. Yields
+    each minibatch's rows (indices into the env-by-env batch, each env's in time order, autoreset rows
+    left out), which of them start a run of steps between resets, and the state each run starts from:
+    the rollout's first state for a run starting at row 0, zero for a run starting after a reset."""
+    is_transition = storage.is_transition.T  # (num_envs, num_steps): each env's sequence in a row
+    num_envs, num_steps = is_transition.shape
+    after_reset = np.zeros_like(is_transition)
+    after_reset[:, 1:] = ~is_transition[:, :-1]
+    starts_run = is_transition & (after_reset | (np.arange(num_steps) == 0))
+    h, c = storage.initial_lstm_state
+    for mb_envs in torch.randperm(num_envs).numpy().reshape(num_minibatches, -1):
+        mb_inds = (mb_envs[:, None] * num_steps + np.arange(num_steps))[is_transition[mb_envs]]
+        episode_starts = starts_run[mb_envs][is_transition[mb_envs]]
+        first_rows = mb_inds[episode_starts]
+        from_rollout_start = torch.as_tensor(first_rows % num_steps == 0, device=h.device).view(1, -1, 1)
+        run_envs = first_rows // num_steps
+        yield (torch.as_tensor(mb_inds), torch.as_tensor(episode_starts, device=h.device),
+               (h[:, run_envs] * from_rollout_start, c[:, run_envs] * from_rollout_start))
+
+
+def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device):
+    """Trains on the rollout's real transitions. Returns what TensorBoard shows of it: the last
+    minibatch's losses, KL estimates and gradient norm; clipfrac over every minibatch."""
+    keep = storage.is_transition.reshape(-1)  # the autoreset rows are no transitions
+
+    def batch(x):  # (num_steps, num_envs, ...) -> (num_envs * num_steps, ...) tensor, env by env
+        return torch.as_tensor(x.swapaxes(0, 1).reshape((-1,) + x.shape[2:]), device=device)
+
+    b_obs, b_actions, b_logprobs = batch(storage.obs), batch(storage.actions), batch(logprobs)
+    b_advantages, b_returns, b_values = batch(advantages), batch(returns), batch(values)
+
+    clipfracs = []
+    stop_early = False
+    for epoch in range(args.update_epochs):
+        # whole sequences: h_t needs every earlier step of its episode, replayed in order
+        for mb_inds, episode_starts, lstm_state in sequence_minibatches(storage, args.num_minibatches):
+            newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds],
+                                                                   lstm_state, episode_starts)
+            logratio = newlogprob - b_logprobs[mb_inds]
+            ratio = logratio.exp()  # ALGO: r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t)
+
+            with torch.no_grad():
+                # KL(pi_old || pi_theta) estimators, http://joschu.net/blog/kl-approx.html
+                old_approx_kl = (-logratio).mean()
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
+
+            mb_advantages = b_advantages[mb_inds]
+            # dropping the autoreset rows can leave a 1-row minibatch, which has no std
+            if args.norm_adv and len(mb_advantages) > 1:
+                mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+
+            # ALGO: L^CLIP = E[min(r_t A_t, clip(r_t, 1-eps, 1+eps) A_t)]; we minimise -L^CLIP
+            pg_loss1 = -mb_advantages * ratio
+            pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+            pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+            # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
+            newvalue = newvalue.flatten()
+            mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
+            if args.clip_vloss:
+                v_loss_unclipped = (newvalue - mb_returns) ** 2
+                v_clipped = mb_values + torch.clamp(newvalue - mb_values, -args.clip_coef, args.clip_coef)
+                v_loss_clipped = (v_clipped - mb_returns) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            else:
+                v_loss = 0.5 * ((newvalue - mb_returns) ** 2).mean()
+
+            # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi]
+            entropy_loss = entropy.mean()
+            loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
+
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
+                raise FloatingPointError("non-finite loss or gradient")
+            optimizer.step()
+
+            if args.target_kl is not None and approx_kl > args.target_kl:
+                stop_early = True  # leave both loops: the policy moved far enough
+                break
+        if stop_early:
+            break
+    # explained variance 1 - Var(R - V) / Var(R): 1 when V(s_t) predicted the returns, <= 0 when not
+    y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
+    var_y = np.var(y_true)
+    return {"losses/explained_variance": np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y,
+            "losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
+            "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
+            "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
+            "diagnostics/grad_norm": grad_norm.item(), "diagnostics/update_epochs_done": epoch + 1}
+
+
+# ================================================================================================
+# 7. The training loop: rollout, advantages, update, logging
+# ================================================================================================
+def train(args):
+    # TRY NOT TO MODIFY: seeding, threads, device
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+    torch.set_num_threads(args.torch_threads)
+    device = torch.device("cuda" if args.cuda else "cpu")
+
+    run = Run(args)  # section 9: the log folder (a new one, or the resumed run's), checkpoints, stops
+    envs = make_envs(args, run.name)
+    agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space.n,
+                  args.lstm_hidden_size).to(device)
+    # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+    storage = make_storage(args, envs)
+
+    # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
+    with run.guard(envs, agent, optimizer):
+        next_obs, next_done, next_lstm_state, global_step = run.start()  # new episodes, or those --resume saved
+        for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
+            if args.anneal_lr:  # linearly from --learning-rate to 0
+                optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
+
+            next_obs, next_done, next_lstm_state, global_step = collect_rollout(
+                envs, agent, storage, next_obs, next_done, next_lstm_state, global_step, run.writer, device)
+            logprobs, values, next_value = rollout_logprobs_and_values(
+                agent, storage, next_obs, next_lstm_state, device)
+            terminations = storage.terminations
+            if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
+                terminations = np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                                              next_value, args.gamma, args.gae_lambda)
+            stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
+            stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
+            for tag, value in stats.items():
+                run.writer.add_scalar(tag, value, global_step)
+            run.end_iteration(iteration, next_obs, next_done, next_lstm_state, global_step)  # SPS; where a stop resumes
+    return run.dir
+
+
+# ================================================================================================
+# 8. Evaluation: load a checkpoint and play episodes, greedy or sampled
+# ================================================================================================
+def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy=True, use_obs_rms=True):
+    """Episode returns of the saved policy: greedy plays the most likely action, else a ~ pi(.|h_t).
+    use_obs_rms=False ignores the saved observation statistics (to show why they matter)."""
+    checkpoint = load_checkpoint(checkpoint_path)
+    env_id = checkpoint["args"]["env_id"]
+    policy_name = "greedy" if greedy else "sampled"
+    run_name = f"{os.path.basename(os.path.dirname(os.path.abspath(checkpoint_path)))}-eval-{policy_name}"
+    norm_obs = checkpoint["obs_rms"] is not None
+    envs = wrap_envs(gym.vector.SyncVectorEnv([make_env(env_id, 0, capture_video, run_name)]), norm_obs)
+    if norm_obs:
+        obs_rms = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+        obs_rms.update_running_mean = False  # evaluation must not change the statistics
+        if use_obs_rms:
+            for key, value in checkpoint["obs_rms"].items():
+                setattr(obs_rms.obs_rms, key, value.numpy())
+    agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space.n,
+                  checkpoint["args"]["lstm_hidden_size"])
+    load_weights(agent, checkpoint, checkpoint_path)
+
+    episodic_returns = []
+    obs, _ = envs.reset(seed=seed)
+    lstm_state, done = agent.initial_state(1), np.zeros(1, dtype=bool)  # the memory of the episode under way
+    while len(episodic_returns) < eval_episodes:
+        with torch.inference_mode():
+            obs_tensor = torch.as_tensor(obs, dtype=torch.float32)
+            if greedy:
+                hidden, lstm_state = agent.memory(obs_tensor, lstm_state)
+                action = agent.policy(hidden).argmax(dim=-1)
+            else:
+                action, _, _, lstm_state = agent.get_action(obs_tensor, lstm_state)
+            lstm_state = forget(lstm_state, done)
+        obs, _, terminated, truncated, infos = envs.step(action.numpy())
+        done = terminated | truncated
+        if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
+            episodic_returns.append(float(infos["episode"]["r"][0]))
+            print(f"{policy_name} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
+    envs.close()
+    return episodic_returns
+
+
+# ================================================================================================
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults. Nothing below changes what is learned
+# ================================================================================================
+def str2bool(value):
+    if value.lower() in ("true", "yes", "1"):
+        return True
+    if value.lower() in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+# A resumed run keeps its flags, but for these (a longer run: the learning rate's decay is then
+# spread over the new total)
+RESUME_FLAGS = ["--total-timesteps"]
+
+
+def parse_and_check(p, flag, argv):
+    """The flags of section 9 added, the command line parsed; a bad value ends here with one line,
+    and --resume returns the saved run's flags instead."""
+    p.add_argument("--save-model", default=False, **flag,
+                   help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
+                        "stops early always does)")
+    p.add_argument("--resume", default=None,
+                   help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
+                        f"{', '.join(RESUME_FLAGS)}); it unpickles the saved envs: resume your own checkpoints only")
+    args = p.parse_args(argv)
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
+                 "torch_threads", "eval_episodes", "lstm_hidden_size"):
+        if getattr(args, name) <= 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.cuda and not torch.cuda.is_available():
+        fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
+    if args.num_envs % args.num_minibatches != 0:  # a minibatch takes whole env sequences
+        fail(f"--num-envs {args.num_envs} does not divide into --num-minibatches {args.num_minibatches}: "
+             f"each minibatch takes whole env sequences")
+    problem = minibatch_problem(args.num_envs * args.num_steps, args.num_minibatches,
+                                f"--num-envs x --num-steps = {args.num_envs * args.num_steps}")
+    if problem:
+        fail(problem)
+    return resumed_args(args, argv) if args.resume else args
+
+
+def minibatch_problem(batch_size, num_minibatches, batch):
+    """Why the batch cannot be split into these minibatches, or None."""
+    if batch_size % num_minibatches != 0:
+        return f"the batch ({batch}) does not divide into --num-minibatches {num_minibatches}"
+    if batch_size // num_minibatches < 2:  # advantages are normalised by their std, which one row lacks
+        return (f"--num-minibatches {num_minibatches} splits the batch of {batch_size} rows into "
+                f"minibatches of 1 row; each needs at least 2")
+    return None
+
+
+def resumed_args(args, argv):
+    """The flags of the run saved in --resume, with those of RESUME_FLAGS given anew."""
+    given = {a.split("=")[0] for a in argv if a.startswith("--")} - {"--resume"}
+    if given - set(RESUME_FLAGS):
+        fail(f"--resume continues a run with the flags it started with; it takes no "
+             f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
+    checkpoint = load_checkpoint(args.resume)
+    resumed = argparse.Namespace(**checkpoint["args"])
+    resumed.resume = args.resume
+    for flag in given:
+        name = flag[2:].replace("-", "_")
+        setattr(resumed, name, getattr(args, name))
+    saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
+    if saved is None:
+        fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
+    if saved["global_step"] + resumed.batch_size > resumed.total_timesteps:  # no rollout left to do
+        fail(f"the run in {args.resume} already did its {saved['global_step']} steps; give a larger "
+             f"--total-timesteps to continue it")
+    if resumed.cuda and not torch.cuda.is_available():
+        fail(f"the run in {args.resume} trained with --cuda, and torch sees no CUDA GPU")
+    return resumed
+
+
+def fail(message):
+    """Bad input: one line on stderr and argparse's exit code 2, no traceback."""
+    print(f"{os.path.basename(__file__)}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+@contextlib.contextmanager
+def env_errors(env_id):
+    try:
+        yield
+    except (gym.error.Error, ImportError) as e:  # unknown id, or a "module:Env" whose module fails
+        fail(f"cannot make env {env_id!r}: {e}")
+
+
+def check_spaces(envs, env_id):
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        envs.close()
+        fail(f"ppo_lstm.py needs a Discrete action space; {env_id} has {envs.single_action_space} "
+             f"(use ppo_continuous_action.py for Box actions, without memory)")
+    if not isinstance(envs.single_observation_space, gym.spaces.Box):
+        envs.close()
+        fail(f"ppo_lstm.py needs vector (Box) observations; {env_id} has {envs.single_observation_space} "
+             f"(wrap it in gym.wrappers.FlattenObservation in make_env)")
+
+
+class EnvFault(Exception):
+    """The env returned a NaN or inf: its fault, not the learning's."""
+
+
+def check_env_output(storage, next_obs, global_step):
+    """A NaN or inf from the env would reach every loss: name it, before any update sees it."""
+    if not (np.isfinite(storage.obs).all() and np.isfinite(next_obs).all()):
+        raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
+    if not np.isfinite(storage.rewards).all():
+        raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
+
+
+def find_wrapper(envs, wrapper_class):
+    """The wrapper of this class inside `envs`, or None."""
+    while isinstance(envs, gym.vector.VectorWrapper):
+        if isinstance(envs, wrapper_class):
+            return envs
+        envs = envs.env
+    return None
+
+
+def get_env_state(envs):
+    """A copy of the envs' running statistics (NormalizeObservation's and NormalizeReward's), for --resume."""
+    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+    reward_normalizer = find_wrapper(envs, NormalizeReward)
+    return {"obs_stats": None if obs_normalizer is None else copy.deepcopy(obs_normalizer.obs_rms),
+            "reward_stats": None if reward_normalizer is None else copy.deepcopy(
+                (reward_normalizer.return_rms, reward_normalizer.accumulated_reward, reward_normalizer.autoreset))}
+
+
+def set_env_state(envs, state):
+    """Put back the statistics get_env_state saved."""
+    obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+    if obs_normalizer is not None:
+        obs_normalizer.obs_rms = state["obs_stats"]
+    reward_normalizer = find_wrapper(envs, NormalizeReward)
+    if reward_normalizer is not None:
+        (reward_normalizer.return_rms, reward_normalizer.accumulated_reward,
+         reward_normalizer.autoreset) = state["reward_stats"]
+
+
+class Run:
+    """What keeps a run safe, around train()'s loop: the log folder and TensorBoard writer, --resume,
+    checkpoints, Ctrl-C and kill, faults. Whatever a hack adds as a module of Agent, or to the
+    optimizer, is saved and resumed with it (state_dict); a tensor kept elsewhere on the agent is
+    named when the run saves, since it is not saved.
+
+    Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
+    kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
+    the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
+    the save they would cut short completes."""
+
+    def __init__(self, args):
+        self.args = args
+        if args.resume:  # the same log folder: TensorBoard shows one run
+            self.dir = os.path.dirname(args.resume) or "."
+        else:
+            self.dir = f"{args.log_dir}/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.name = os.path.basename(os.path.abspath(self.dir))
+        self.model_path = f"{self.dir}/{args.exp_name}.pt"
+        self.writer, self.boundary, self.stop_requested = None, None, []
+
+    @contextlib.contextmanager
+    def guard(self, envs, agent, optimizer):
+        self.envs, self.agent, self.optimizer = envs, agent, optimizer
+        try:  # made once the envs are up, so that bad input leaves no empty run folder behind
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as e:
+            envs.close()
+            fail(f"cannot make the log folder {self.dir}: {e.strerror}")
+        # From an update's first gradient step to its end the weights are between two boundaries
+        step_hook = optimizer.register_step_post_hook(lambda *_: setattr(self, "boundary", None))
+        previous_handlers = {s: signal.signal(s, self.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        # The writer writes from a thread of its own. A failed write (disk full) reaches us at the
+        # next add_scalar as an OSError; the thread's own traceback would only repeat it.
+        previous_excepthook = threading.excepthook
+        threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
+        try:
+            yield self
+            kept = f" {self.save(exact=True)}" if self.args.save_model else ""
+            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`.{kept}")
+        except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
+            print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
+            sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
+        except EnvFault as e:  # caught before any update saw the bad values
+            fail(f"{e}: a fault of the env, not of the learning. {self.save()}")
+        except FloatingPointError as e:  # raised before the bad step: the weights are the last good ones
+            fail(f"{e} at global_step={self.global_step + self.args.batch_size}; try a lower "
+                 f"--learning-rate. {self.save()}")
+        except OSError as e:  # the disk is full, or the log folder is gone: a fault of the machine
+            try:
+                kept = self.save()
+            except OSError:
+                kept = "The checkpoint could not be written either."
+            fail(f"writing to {self.dir} failed ({e.strerror or e}). {kept}")
+        except SystemExit:  # bad input found on the way in: nothing was learned
+            raise
+        except BaseException:
+            print(f"crashed at global_step={self.global_step} or after. {self.save()}", file=sys.stderr)
+            raise
+        finally:
+            envs.close()
+            if self.writer is not None:
+                with contextlib.suppress(OSError):  # a writer that failed to write fails again here
+                    self.writer.close()
+            step_hook.remove()
+            for stop_signal, handler in previous_handlers.items():
+                signal.signal(stop_signal, handler)
+            threading.excepthook = previous_excepthook
+
+    def request_stop(self, signum, frame):
+        self.stop_requested.append(signum)
+        if len(self.stop_requested) == 2:
+            raise KeyboardInterrupt
+
+    def start(self):
+        """(next_obs, next_done, next_lstm_state, global_step) to start from: new episodes, or for --resume
+        the saved run's weights, optimizer, random generators and, where they were saved, episodes and
+        the LSTM's memory of them."""
+        args, iteration, global_step = self.args, 0, 0
+        next_done = np.zeros(args.num_envs, dtype=bool)
+        next_lstm_state = self.agent.initial_state(args.num_envs)
+        saved = None
+        if args.resume:
+            checkpoint = load_checkpoint(args.resume)
+            saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
+            iteration, global_step = saved["iteration"], saved["global_step"]
+            load_weights(self.agent, checkpoint, args.resume)
+            self.optimizer.load_state_dict(saved["optimizer"])
+            random.setstate(saved["rng"]["python"])
+            np.random.set_state(saved["rng"]["numpy"])
+            torch.set_rng_state(saved["rng"]["torch"])
+            if args.cuda:
+                torch.cuda.set_rng_state(saved["rng"]["cuda"])
+            set_env_state(self.envs, saved["envs"])
+            unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
+            if unsaved:
+                print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
+        if saved is not None and self.restore_episodes(saved["envs"]):
+            next_obs, next_done, next_lstm_state = saved["next_obs"], saved["next_done"], saved["next_lstm_state"]
+        else:
+            if args.resume:
+                print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
+                      f"stopped on a fault); the envs start new ones")
+            next_obs, _ = self.envs.reset(seed=args.seed + global_step)
+        self.first_iteration, self.first_step = iteration + 1, global_step
+        self.mark_boundary(iteration, next_obs, next_done, next_lstm_state, global_step)
+        # A resumed run hides the events its first life logged after the saved boundary
+        self.writer = SummaryWriter(self.dir, purge_step=global_step + 1 if args.resume else None)
+        if not args.resume:
+            self.writer.add_text(
+                "hyperparameters",
+                "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
+            )
+        self.start_time = self.last_status = time.time()
+        return next_obs, next_done, next_lstm_state, global_step
+
+    def iterations(self):
+        """The iterations left, each one rollout and one update; a stop asked for ends them here."""
+        for iteration in range(self.first_iteration, self.args.num_iterations + 1):
+            if self.stop_requested:
+                raise KeyboardInterrupt
+            yield iteration
+        if self.stop_requested:  # a signal during the last iteration still stops and saves
+            raise KeyboardInterrupt
+
+    def end_iteration(self, iteration, next_obs, next_done, next_lstm_state, global_step):
+        """Logs SPS, prints the progress every 10 s, and marks the boundary a stop saves."""
+        sps = int((global_step - self.first_step) / (time.time() - self.start_time))
+        self.writer.add_scalar("charts/SPS", sps, global_step)
+        if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
+            self.last_status = time.time()
+            iterations_done = iteration - self.first_iteration + 1
+            eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
+            print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
+        self.mark_boundary(iteration, next_obs, next_done, next_lstm_state, global_step)
+
+    def mark_boundary(self, iteration, next_obs, next_done, next_lstm_state, global_step):
+        """Where a run that stops on a fault resumes (with new episodes)."""
+        self.boundary = {"iteration": iteration, "global_step": global_step, "envs": get_env_state(self.envs)}
+        self.next_obs, self.next_done, self.global_step = next_obs, next_done, global_step
+        self.next_lstm_state = next_lstm_state
+
+    def save(self, exact=False):
+        """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
+        (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
+        episodes from the last boundary; inside an update (boundary None), the weights only."""
+        resume = None
+        if self.boundary is not None:
+            rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+            if self.args.cuda:
+                rng["cuda"] = torch.cuda.get_rng_state()
+            resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
+                      "next_obs": self.next_obs, "next_done": self.next_done, "next_lstm_state": self.next_lstm_state}
+            if exact:
+                resume["envs"] = {**get_env_state(self.envs), **self.save_episodes()}
+        kept = save_checkpoint(self.model_path, self.args, self.agent, resume, self.envs)
+        unsaved = unsaved_tensors(self.agent)
+        if unsaved:
+            kept += (f". Not saved: {', '.join(unsaved)} (tensors kept on the agent, not registered with "
+                     f"register_buffer or nn.Parameter): a resumed run starts them anew")
+        return kept
+
+    def save_episodes(self):
+        """The sub-envs, pickled, and which of them reset on the next step; empty when they cannot
+        be saved. cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs
+        (MuJoCo, Box2D) pickle as freshly made ones: their state cannot be saved."""
+        vector_env = self.envs.unwrapped
+        if any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
+            return {}
+        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
+            return {"sub_envs": cloudpickle.dumps(vector_env.envs), "autoreset": vector_env._autoreset_envs.copy()}
+        return {}
+
+    def restore_episodes(self, state):
+        """Put back the sub-envs save_episodes saved; False when there are none."""
+        if state.get("sub_envs") is None:
+            return False
+        vector_env = self.envs.unwrapped
+        for env in vector_env.envs:
+            env.close()
+        vector_env.envs = pickle.loads(state["sub_envs"])
+        vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
+        return True
+
+
+def unsaved_tensors(agent):
+    """Tensors and arrays kept as plain attributes of the agent's modules: state_dict leaves them out."""
+    return [f"{type(module).__name__}.{name}" for module in agent.modules() for name, value in vars(module).items()
+            if not name.startswith("_") and isinstance(value, (torch.Tensor, np.ndarray))]
+
+
+def save_checkpoint(path, args, agent, resume, envs):
+    """Saves the weights, flags and observation statistics (all that evaluation reads) and, pickled,
+    the state --resume needs (None: the weights are not those of an update boundary). Returns what
+    it saved, in words."""
+    if resume is not None:  # the boundary's statistics (not those of a NaN the env sent since)
+        obs_stats = resume["envs"]["obs_stats"]
+    else:  # inside an update: those of the rollout it learns from
+        obs_normalizer = find_wrapper(envs, gym.wrappers.vector.NormalizeObservation)
+        obs_stats = None if obs_normalizer is None else obs_normalizer.obs_rms
+    obs_rms = None if obs_stats is None else {
+        key: torch.as_tensor(getattr(obs_stats, key)) for key in ("mean", "var", "count")}
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
+        torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
+                    "obs_rms": obs_rms, "resume": pickle.dumps(resume)}, path + ".tmp")
+    except RuntimeError:  # how torch reports a failed write
+        with contextlib.suppress(OSError):
+            os.remove(path + ".tmp")
+        raise OSError(f"cannot write {path}") from None
+    os.replace(path + ".tmp", path)
+    if resume is None:
+        return f"The model is saved to {path} (stopped inside an update: it cannot be resumed)"
+    return (f"The state at global_step={resume['global_step']} is saved to {path} "
+            f"(continue it with --resume {path})")
+
+
+def load_checkpoint(path):
+    """A checkpoint that this script saved, or one line saying why the file is not one."""
+    script = os.path.basename(__file__)
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # runs no code from the file
+    except FileNotFoundError:
+        fail(f"no such checkpoint: {path!r}")
+    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
+        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
+    if not isinstance(checkpoint, dict) or "script" not in checkpoint:
+        fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
+    if checkpoint["script"] != script:
+        fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
+    return checkpoint
+
+
+def load_weights(agent, checkpoint, path):
+    """The saved weights into this Agent, or one line naming what does not fit (a module a hack
+    added or removed since the checkpoint was saved, or another env's sizes)."""
+    try:
+        agent.load_state_dict(checkpoint["model"])
+    except RuntimeError as e:
+        fail(f"{path}: its weights do not fit this Agent ({' '.join(str(e).split())[:300]})")
+
+
+if __name__ == "__main__":
+    args = parse_args()
+    if args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
+        for greedy in (True, False):
+            returns = evaluate(args.eval_checkpoint, args.eval_episodes, args.seed, args.capture_video, greedy)
+            print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "
+                  f"+- {np.std(returns):.1f} over {len(returns)} episodes")
+    else:
+        train(args)
