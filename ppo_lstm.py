@@ -61,8 +61,9 @@ def parse_args(argv=None):
                    help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
                         "beside a busy process (results change)")
     p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
-    # Algorithm. Where memory needed other defaults than ppo.py's (a higher learning rate, no entropy
-    # bonus, normalised observations and rewards), benchmarks/README.md shows the runs that chose them
+    # Algorithm. Where memory needed other defaults than ppo.py's (8 envs of 64-step sequences, a higher
+    # learning rate, no entropy bonus, normalised observations and rewards), benchmarks/README.md shows
+    # the runs that chose them; 200k steps: CartPoleNoVel-v1 is solved at ~100k
     p.add_argument("--env-id", default="CartPoleNoVel-v1", help="a gymnasium env id with Discrete actions")
     p.add_argument("--total-timesteps", type=int, default=200000, help="env steps over all envs")
     p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step size")
@@ -202,7 +203,7 @@ class Agent(nn.Module):
     def __init__(self, obs_dim, n_actions, lstm_hidden_size):
         super().__init__()
         self.encoder = nn.Sequential(layer_init(nn.Linear(obs_dim, 64)), nn.Tanh())
-        self.lstm = nn.LSTM(64, lstm_hidden_size, batch_first=True)  # (env, time, features)
+        self.lstm = nn.LSTM(64, lstm_hidden_size, batch_first=True)  # one layer; (sequence, time, features)
         for name, param in self.lstm.named_parameters():
             if "bias" in name:
                 nn.init.constant_(param, 0)
@@ -212,13 +213,13 @@ class Agent(nn.Module):
         self.actor = layer_init(nn.Linear(lstm_hidden_size, n_actions), std=0.01)  # near-uniform at the start
 
     def initial_state(self, num_envs):
-        """(h, c) = 0: the state an episode starts from."""
-        h = torch.zeros(self.lstm.num_layers, num_envs, self.lstm.hidden_size, device=self.critic.weight.device)
+        """(h, c) = 0: the state an episode starts from, (1 layer, num_envs, lstm_hidden_size) each."""
+        h = torch.zeros(1, num_envs, self.lstm.hidden_size, device=self.critic.weight.device)
         return h, h.clone()
 
     def memory(self, x, lstm_state):
         """One step of each env: h_t, (h_t, c_t) = LSTM(encoder(s_t), (h_{t-1}, c_{t-1})). torch.lstm_cell is
-        the step nn.LSTM takes, on its weights, at a third of nn.LSTM's cost for a sequence of one step."""
+        the step nn.LSTM takes, on its weights, at under half of nn.LSTM's cost for a one-step sequence."""
         h, c = torch.lstm_cell(self.encoder(x), (lstm_state[0][0], lstm_state[1][0]), *self.lstm.all_weights[0])
         return h, (h.unsqueeze(0), c.unsqueeze(0))
 
@@ -240,22 +241,22 @@ class Agent(nn.Module):
         action = (log_pi.exp() / torch.empty_like(log_pi).exponential_()).argmax(dim=-1)
         return action, log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1), self.critic(hidden), lstm_state
 
-    def replay(self, x, lstm_state, episode_starts):
+    def replay(self, x, lstm_state, run_starts):
         """h_t of rows that are runs of steps, each run one env's consecutive steps of one episode,
-        laid end to end: episode_starts marks each run's first row, lstm_state holds the state each
+        laid end to end: run_starts marks each run's first row, lstm_state holds the state each
         run starts from. All runs go through the LSTM in one call, padded to the longest: the loop
         over time steps runs inside nn.LSTM, not in Python (CleanRL's ppo_atari_lstm.py steps it)."""
-        run = torch.cumsum(episode_starts, 0) - 1  # the run of each row, and its step in that run
-        step = torch.arange(len(x), device=x.device) - torch.nonzero(episode_starts).squeeze(-1)[run]
+        run = torch.cumsum(run_starts, 0) - 1  # the run of each row, and its step in that run
+        step = torch.arange(len(x), device=x.device) - torch.nonzero(run_starts).squeeze(-1)[run]
         features = self.encoder(x)
         padded = features.new_zeros(int(run[-1]) + 1, int(step.max()) + 1, features.shape[-1])
         padded[run, step] = features  # the padding comes after a run's end: its outputs stay exact
         hidden, _ = self.lstm(padded, lstm_state)
         return hidden[run, step]
 
-    def evaluate_actions(self, x, action, lstm_state, episode_starts):
+    def evaluate_actions(self, x, action, lstm_state, run_starts):
         """log pi(a_t|h_t), the entropy H[pi(.|h_t)] and V(h_t), h_t replayed over whole runs of steps."""
-        hidden = self.replay(x, lstm_state, episode_starts)
+        hidden = self.replay(x, lstm_state, run_starts)
         log_pi = self.policy(hidden)
         logprob = log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
         entropy = -(log_pi.exp() * log_pi).sum(-1)
@@ -280,6 +281,7 @@ def make_storage(args, envs):
         obs=np.zeros(rows + envs.single_observation_space.shape, dtype=np.float32),
         actions=np.zeros(rows + envs.single_action_space.shape, dtype=envs.single_action_space.dtype),
         rewards=np.zeros(rows, dtype=np.float32),
+        initial_lstm_state=None,  # (h, c) as the rollout started: where the update's replay starts
         logprobs=np.zeros(rows, dtype=np.float32),  # log pi_old(a_t|h_t) and V(h_t), kept by the rollout
         values=np.zeros(rows, dtype=np.float32),
         terminations=np.zeros(rows, dtype=np.float32),
@@ -290,18 +292,20 @@ def make_storage(args, envs):
 
 def collect_rollout(envs, agent, storage, next_obs, next_done, next_lstm_state, global_step, writer, device):
     """Fills storage; returns (next_obs, next_done, next_lstm_state, global_step). No reset: the episodes,
-    and the LSTM's memory of them, go on from the last rollout."""
-    storage.initial_lstm_state = next_lstm_state  # where the update's replay of this rollout starts
+    and the LSTM's memory of them, go on from the last rollout (a reset here would cap every episode at
+    num_steps steps)."""
+    storage.initial_lstm_state = next_lstm_state
     for step in range(len(storage.obs)):
         global_step += envs.num_envs
         storage.obs[step] = next_obs
         storage.is_transition[step] = ~next_done  # after an episode end, this step only resets
 
-        # ALGO: h_t = LSTM(s_t, h_{t-1}), a_t ~ pi(.|h_t). no_grad: no autograd bookkeeping
+        # ALGO: h_t = LSTM(s_t, h_{t-1}), a_t ~ pi(.|h_t). no_grad, not ppo.py's inference_mode: the
+        # update's backward reads the kept first state, which an inference tensor cannot be
         with torch.no_grad():
             action, logprob, value, next_lstm_state = agent.get_action(
                 torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
-            next_lstm_state = forget(next_lstm_state, next_done)  # new episodes start from h = 0
+            next_lstm_state = forget(next_lstm_state, next_done)  # after an autoreset row: h = 0
         action = action.cpu().numpy()
         storage.actions[step] = action
         storage.logprobs[step] = logprob.cpu().numpy()
@@ -327,8 +331,9 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, next_lstm_state, 
 # 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
 # ================================================================================================
 def rollout_logprobs_and_values(agent, storage, next_obs, next_lstm_state, device):
-    """log pi_old(a_t|s_t) and V(s_t) of every row, which the rollout kept, and V(next_obs). ppo.py
-    computes them in one forward after the rollout; here the rollout had to step the LSTM anyway."""
+    """log pi_old(a_t|h_t) and V(h_t) of every row, which the rollout kept, and V(next_obs). ppo.py
+    computes them in one forward after the rollout; here the rollout had to step the LSTM anyway.
+    (From here on, s_t in an equation stands for what the policy sees: h_t.)"""
     with torch.no_grad():
         next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
     return storage.logprobs, storage.values, next_value.flatten().cpu().numpy()
@@ -362,17 +367,18 @@ def sequence_minibatches(storage, num_minibatches):
     the rollout's first state for a run starting at row 0, zero for a run starting after a reset."""
     is_transition = storage.is_transition.T  # (num_envs, num_steps): each env's sequence in a row
     num_envs, num_steps = is_transition.shape
+    # a run of steps starts at row 0 (from the kept state) or right after an autoreset row (from h = 0)
     after_reset = np.zeros_like(is_transition)
     after_reset[:, 1:] = ~is_transition[:, :-1]
-    starts_run = is_transition & (after_reset | (np.arange(num_steps) == 0))
+    first_of_run = is_transition & (after_reset | (np.arange(num_steps) == 0))
     h, c = storage.initial_lstm_state
     for mb_envs in torch.randperm(num_envs).numpy().reshape(num_minibatches, -1):
         mb_inds = (mb_envs[:, None] * num_steps + np.arange(num_steps))[is_transition[mb_envs]]
-        episode_starts = starts_run[mb_envs][is_transition[mb_envs]]
-        first_rows = mb_inds[episode_starts]
+        run_starts = first_of_run[mb_envs][is_transition[mb_envs]]
+        first_rows = mb_inds[run_starts]
         from_rollout_start = torch.as_tensor(first_rows % num_steps == 0, device=h.device).view(1, -1, 1)
         run_envs = first_rows // num_steps
-        yield (torch.as_tensor(mb_inds), torch.as_tensor(episode_starts, device=h.device),
+        yield (torch.as_tensor(mb_inds), torch.as_tensor(run_starts, device=h.device),
                (h[:, run_envs] * from_rollout_start, c[:, run_envs] * from_rollout_start))
 
 
@@ -391,9 +397,9 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     stop_early = False
     for epoch in range(args.update_epochs):
         # whole sequences: h_t needs every earlier step of its episode, replayed in order
-        for mb_inds, episode_starts, lstm_state in sequence_minibatches(storage, args.num_minibatches):
+        for mb_inds, run_starts, lstm_state in sequence_minibatches(storage, args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds],
-                                                                   lstm_state, episode_starts)
+                                                                   lstm_state, run_starts)
             logratio = newlogprob - b_logprobs[mb_inds]
             ratio = logratio.exp()  # ALGO: r_t(theta) = pi_theta(a_t|s_t) / pi_old(a_t|s_t)
 
@@ -569,6 +575,8 @@ def parse_and_check(p, flag, argv):
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if args.cuda and not torch.cuda.is_available():
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
+    if args.num_steps < 2:  # a 1-step sequence can be an autoreset row alone, with nothing to replay
+        fail(f"--num-steps {args.num_steps}: ppo_lstm.py needs sequences of at least 2 steps")
     if args.num_envs % args.num_minibatches != 0:  # a minibatch takes whole env sequences
         fail(f"--num-envs {args.num_envs} does not divide into --num-minibatches {args.num_minibatches}: "
              f"each minibatch takes whole env sequences")

@@ -1,7 +1,7 @@
 """ppo_lstm.py on CartPoleNoVel-v1 (CartPole without its velocities), against PPO without memory
 and against SB3-contrib's RecurrentPPO with the RL Zoo's hyperparameters.
 
-    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 5   # ~45 min on 2 cores
+    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 3   # ~50 min on 2 cores
     python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 0   # the figure's three scripts only
 
 For each seed, one process at a time: ppo_lstm.py at its defaults; ppo.py at its defaults on the

@@ -10,6 +10,8 @@ sequence).
 2. One update's replays (forward and backward, every minibatch of update_epochs epochs) on two
    rollouts of the defaults' size: one of an untrained policy (episodes of ~20 steps, so several
    runs per sequence) and one without any reset. Both ways give the same log-probs (checked).
+3. One rollout step of the LSTM for num_envs envs: torch.lstm_cell on the LSTM's weights (what the
+   rollout does) against a one-step nn.LSTM call.
 Writes benchmarks/results/lstm_update_profile.md.
 """
 import argparse
@@ -51,10 +53,10 @@ def time_update(agent, storage, args, way, repeats):
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(args.update_epochs):
-            for mb_inds, episode_starts, lstm_state in ppo_lstm.sequence_minibatches(storage, args.num_minibatches):
+            for mb_inds, run_starts, lstm_state in ppo_lstm.sequence_minibatches(storage, args.num_minibatches):
                 if way == "one nn.LSTM call per minibatch (ppo_lstm.py)":
                     logprob = agent.evaluate_actions(flat_obs[mb_inds], flat_actions[mb_inds], lstm_state,
-                                                     episode_starts)[0]
+                                                     run_starts)[0]
                 else:
                     mb_envs = np.unique(mb_inds.numpy() // args.num_steps)
                     logprob = per_step_replay(agent, b_obs[mb_envs], b_actions[mb_envs], storage, mb_envs)
@@ -67,10 +69,10 @@ def time_update(agent, storage, args, way, repeats):
 def same_logprobs(agent, storage, args):
     b_obs = torch.as_tensor(storage.obs.swapaxes(0, 1))
     b_actions = torch.as_tensor(storage.actions.swapaxes(0, 1))
-    mb_inds, episode_starts, lstm_state = next(ppo_lstm.sequence_minibatches(storage, 1))
+    mb_inds, run_starts, lstm_state = next(ppo_lstm.sequence_minibatches(storage, 1))
     with torch.no_grad():
         ours = agent.evaluate_actions(b_obs.reshape(-1, b_obs.shape[-1])[mb_inds], b_actions.reshape(-1)[mb_inds],
-                                      lstm_state, episode_starts)[0]
+                                      lstm_state, run_starts)[0]
         loop = per_step_replay(agent, b_obs, b_actions, storage, np.arange(args.num_envs))
     return float((ours - loop.reshape(-1)[mb_inds]).abs().max())
 
@@ -95,6 +97,26 @@ def rollouts(args):
     no_reset = copy.copy(storage)
     no_reset.is_transition = np.ones_like(storage.is_transition)
     return agent, {"untrained policy": storage, "no reset inside": no_reset}
+
+
+def rollout_step(agent, num_envs, repeats=2000):
+    """Microseconds of one LSTM step for num_envs envs: (nn.LSTM on a 1-step sequence, torch.lstm_cell),
+    and the largest difference between their h_t."""
+    x, state = torch.randn(num_envs, 64), (torch.randn(1, num_envs, agent.lstm.hidden_size),
+                                           torch.randn(1, num_envs, agent.lstm.hidden_size))
+    cell = lambda: torch.lstm_cell(x, (state[0][0], state[1][0]), *agent.lstm.all_weights[0])
+    sequence = lambda: agent.lstm(x.unsqueeze(1), state)
+    timings = {}
+    with torch.no_grad():
+        for name, step in (("nn.LSTM", sequence), ("lstm_cell", cell)):
+            for _ in range(100):
+                step()
+            start = time.perf_counter()
+            for _ in range(repeats):
+                step()
+            timings[name] = (time.perf_counter() - start) / repeats * 1e6
+        difference = float((sequence()[0][:, 0] - cell()[0]).abs().max())
+    return timings["nn.LSTM"], timings["lstm_cell"], difference
 
 
 def phases(argv):
@@ -149,6 +171,10 @@ def main():
         lines.append(f"| {name} | {runs:.1f} | a Python loop per time step (CleanRL) | {loop * 1e3:.0f} | 1.00x |")
         lines.append(f"| {name} | {runs:.1f} | one nn.LSTM call per minibatch (ppo_lstm.py) | {ours * 1e3:.0f} | "
                      f"{loop / ours:.2f}x faster |")
+    sequence_us, cell_us, difference = rollout_step(agent, args.num_envs)
+    lines += ["", f"One rollout step of the LSTM for {args.num_envs} envs: {sequence_us:.0f} us as a one-step nn.LSTM "
+              f"call, {cell_us:.0f} us with torch.lstm_cell on the same weights (what the rollout does), "
+              f"h_t equal to {difference:.0e}."]
     write_table("lstm_update_profile", lines)
 
 

@@ -38,7 +38,8 @@ def parse_args(description, more=()):
 
 def run_experiment(name, script, settings, common_flags, total_timesteps, tags, args, quick_timesteps,
                    jobs=None, seeds=None, plot_figure=True):
-    """settings: {label: [flags]}. Runs every (label, seed), then plots; returns {label: {tag: curves}}."""
+    """settings: {label: [flags]}, the flags of `script`, or [another script, its flags]. Runs every
+    (label, seed), then plots; returns {label: {tag: curves}}."""
     seeds = args.seeds or seeds or (3 if args.quick else 5)
     steps = args.total_timesteps or (quick_timesteps if args.quick else total_timesteps)
     log_dir = Path(args.runs_dir) / name
@@ -47,7 +48,9 @@ def run_experiment(name, script, settings, common_flags, total_timesteps, tags, 
 
     def one(run):
         label, seed = run
-        command = [sys.executable, str(REPO / script), *common_flags, *settings[label], "--seed", str(seed),
+        flags = settings[label]
+        own_script, flags = (flags[0], flags[1:]) if flags and flags[0].endswith(".py") else (script, flags)
+        command = [sys.executable, str(REPO / own_script), *common_flags, *flags, "--seed", str(seed),
                    "--total-timesteps", str(steps), "--log-dir", str(log_dir), "--exp-name", label]
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -62,8 +65,9 @@ def run_experiment(name, script, settings, common_flags, total_timesteps, tags, 
     if plot_figure:
         figure = Path(args.figure) if args.figure else FIGURES / f"{name}.png"
         command = "python " + " ".join([f"experiments/{name}.py"] + (["--quick"] if args.quick else []))
-        plot([(f"{name}: {script}, {seeds} seeds x {steps:,} steps (mean and min-max)", curves)], tags, figure,
-             caption=command)
+        scripts = sorted({flags[0] if flags and flags[0].endswith(".py") else script for flags in settings.values()})
+        title = f"{name}: {' and '.join(scripts)}, {seeds} seeds x {steps:,} steps (mean and min-max)"
+        plot([(title, curves)], tags, figure, caption=command)
         print(f"figure: {figure}")
     return curves
 

@@ -1,6 +1,7 @@
 """The speed benchmarks' own logic, on tiny budgets: the phase profile accounts for the whole run,
-the CleanRL comparison computes its ratios per pair, CartPole counts as solved where it should, and
-learning curves are drawn."""
+the CleanRL comparison computes its ratios per pair, CartPole counts as solved where it should,
+learning curves are drawn, and the LSTM benchmarks run each of their sides and compare replays
+that agree."""
 import json
 import sys
 
@@ -13,6 +14,8 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
 import common  # noqa: E402
+import lstm_cartpole_novel  # noqa: E402
+import lstm_update_profile  # noqa: E402
 import profile_phases  # noqa: E402
 import speed_vs_cleanrl  # noqa: E402
 
@@ -70,3 +73,28 @@ def test_solve_point_is_the_first_100_episode_mean_at_475():
     # the 100 episodes ending at episode i average >= 475 once at least 75 of them are 500s
     assert (solved_steps, solved_seconds) == (224 * 100, 224 * 0.5)
     json.dumps([solved_steps, solved_seconds])  # numpy integers would not be JSON: the rows are printed as JSON
+
+
+def test_lstm_profile_times_two_replays_that_agree():
+    import ppo_lstm
+    args = ppo_lstm.parse_args(["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "1"])
+    agent, storages = lstm_update_profile.rollouts(args)
+    assert (~storages["untrained policy"].is_transition).any() and storages["no reset inside"].is_transition.all()
+    for storage in storages.values():
+        assert lstm_update_profile.same_logprobs(agent, storage, args) < 1e-5
+        for way in ("a Python loop per time step (CleanRL)", "one nn.LSTM call per minibatch (ppo_lstm.py)"):
+            assert lstm_update_profile.time_update(agent, storage, args, way, repeats=1) > 0
+    sequence_us, cell_us, difference = lstm_update_profile.rollout_step(agent, 4, repeats=10)
+    assert sequence_us > 0 and cell_us > 0 and difference < 1e-5
+
+
+@pytest.mark.parametrize("label", lstm_cartpole_novel.RUNS)
+def test_lstm_benchmark_runs_each_script_on_cartpole_without_velocities(label, tmp_path):
+    result = lstm_cartpole_novel.run_script(label, 1, 1024, str(tmp_path))
+    steps, returns = result["curve"]
+    assert len(returns) > 5 and result["solved_steps"] is None and result["sps"] > 0
+
+
+def test_lstm_benchmark_runs_recurrent_ppo():
+    result = lstm_cartpole_novel.run_sb3(1, 512)
+    assert result["solved_steps"] is None and result["final_return"] < 100 and result["sps"] > 0

@@ -7,7 +7,8 @@ import pytest
 
 from conftest import REPO, needs_godot, read_scalars
 
-EXPERIMENTS = sorted(p.stem for p in (REPO / "experiments").glob("*.py") if p.stem not in ("runner", "healthy_ranges"))
+EXPERIMENTS = sorted(p.stem for p in (REPO / "experiments").glob("*.py")
+                     if p.stem not in ("runner", "healthy_ranges", "frame_stack"))
 
 
 def settings_of(name):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ppo_lstm
-from conftest import GYM_SCRIPTS, read_scalars, run_dirs, run_script
+from conftest import GYM_SCRIPTS, run_dirs, run_script
 
 LSTM = GYM_SCRIPTS[2]
 SHORT = LSTM.short
@@ -75,9 +75,9 @@ def test_first_minibatch_of_the_first_epoch_has_ratio_one(in_tmp, monkeypatch):
         return ppo_update(args, agent, optimizer, storage, logprobs, *rest)
 
     def recording_minibatches(storage, num_minibatches):
-        for mb_inds, episode_starts, lstm_state in minibatches(storage, num_minibatches):
-            updates[-1]["rows"].append((mb_inds, episode_starts))
-            yield mb_inds, episode_starts, lstm_state
+        for mb_inds, run_starts, lstm_state in minibatches(storage, num_minibatches):
+            updates[-1]["rows"].append((mb_inds, run_starts))
+            yield mb_inds, run_starts, lstm_state
 
     def recording_evaluate(self, *args):
         out = evaluate_actions(self, *args)
@@ -91,8 +91,8 @@ def test_first_minibatch_of_the_first_epoch_has_ratio_one(in_tmp, monkeypatch):
 
     assert len(updates) == 4
     for update in updates:
-        (mb_inds, episode_starts), newlogprob = update["rows"][0], update["new"][0]
-        assert episode_starts.sum() >= 4  # two envs' runs from the rollout's first state, then resets
+        (mb_inds, run_starts), newlogprob = update["rows"][0], update["new"][0]
+        assert run_starts.sum() >= 4  # two envs' runs from the rollout's first state, then resets
         ratio = (newlogprob - update["stored"][mb_inds]).exp()
         torch.testing.assert_close(ratio, torch.ones_like(ratio), rtol=0, atol=1e-6)
     # after a gradient step the ratio moves: the comparison above is not between equal copies
@@ -110,8 +110,8 @@ def test_replay_equals_stepping_the_lstm_resets_included():
         expected = step_by_step(agent, obs, storage.initial_lstm_state, storage.is_transition)
         expected = expected.swapaxes(0, 1).reshape(-1, expected.shape[-1])  # env by env
         b_obs = obs.swapaxes(0, 1).reshape(-1, 2)
-        for mb_inds, episode_starts, lstm_state in ppo_lstm.sequence_minibatches(storage, 2):
-            replayed = agent.replay(b_obs[mb_inds], lstm_state, episode_starts)
+        for mb_inds, run_starts, lstm_state in ppo_lstm.sequence_minibatches(storage, 2):
+            replayed = agent.replay(b_obs[mb_inds], lstm_state, run_starts)
             torch.testing.assert_close(replayed, expected[mb_inds], rtol=0, atol=1e-6)
 
 
@@ -121,13 +121,13 @@ def test_replay_without_the_resets_would_differ():
     agent, storage = small_rollout()
     obs = torch.as_tensor(storage.obs)
     b_obs = obs.swapaxes(0, 1).reshape(-1, 2)
-    mb_inds, episode_starts, lstm_state = next(ppo_lstm.sequence_minibatches(storage, 4))
+    mb_inds, run_starts, lstm_state = next(ppo_lstm.sequence_minibatches(storage, 4))
     with torch.no_grad():
-        replayed = agent.replay(b_obs[mb_inds], lstm_state, episode_starts)
-        first_run_only = torch.zeros_like(episode_starts)
+        replayed = agent.replay(b_obs[mb_inds], lstm_state, run_starts)
+        first_run_only = torch.zeros_like(run_starts)
         first_run_only[0] = True
         carried = agent.replay(b_obs[mb_inds], (lstm_state[0][:, :1], lstm_state[1][:, :1]), first_run_only)
-    second_run = int(torch.nonzero(episode_starts)[1])
+    second_run = int(torch.nonzero(run_starts)[1])
     torch.testing.assert_close(carried[:second_run], replayed[:second_run])
     assert (carried[second_run:] - replayed[second_run:]).abs().max() > 1e-3
 
@@ -151,7 +151,7 @@ def test_minibatches_are_whole_env_sequences_kept_in_order():
     assert len(orders) > 1  # the envs are shuffled between epochs, never the steps
 
 
-def test_each_episode_starts_from_a_zero_state_in_the_rollout(monkeypatch):
+def test_each_run_starts_from_a_zero_state_in_the_rollout(monkeypatch):
     """No memory leaks from one episode into the next: the state fed with an episode's first
     observation is zero, and the state within an episode is not."""
     fed = []
