@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import REPO, episode_curve, plot_returns, read_run, without_curves, write_table
+from common import REPO, episode_curve, plot_returns, read_run, sb3_episodes, without_curves, write_table
 
 THRESHOLD = 475.0
 # CleanRL's / ppo.py's defaults, which SB3 is given too
@@ -74,21 +74,7 @@ def sb3_worker(seed, total_timesteps):
     """Runs in its own process: SB3 PPO with ppo.py's hyperparameters, SB3's own defaults otherwise."""
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
-
-    class Episodes(BaseCallback):
-        def __init__(self):
-            super().__init__()
-            self.steps, self.returns, self.times = [], [], []
-
-        def _on_step(self):
-            for info in self.locals["infos"]:
-                if "episode" in info:
-                    self.steps.append(self.num_timesteps)
-                    self.returns.append(info["episode"]["r"])
-                    self.times.append(time.time())
-            return True
 
     env = make_vec_env("CartPole-v1", n_envs=HP["num_envs"], seed=seed)
     model = PPO("MlpPolicy", env, seed=seed, device="cpu", n_steps=HP["num_steps"],
@@ -98,7 +84,7 @@ def sb3_worker(seed, total_timesteps):
                 clip_range_vf=HP["clip_coef"], ent_coef=HP["ent_coef"], vf_coef=HP["vf_coef"],
                 max_grad_norm=HP["max_grad_norm"],
                 policy_kwargs=dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=torch.nn.Tanh))
-    callback = Episodes()
+    callback = sb3_episodes()
     start = time.time()
     model.learn(total_timesteps=total_timesteps, callback=callback)
     elapsed = time.time() - start

@@ -15,6 +15,29 @@ def read_run(run_dir):
     return acc
 
 
+def sb3_episodes(until=None):
+    """An SB3 callback that records (steps, return, wall time) of every finished episode; with until,
+    it stops training once until(returns) is true. Imported late: only the SB3 worker processes need SB3."""
+    import time
+
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Episodes(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.steps, self.returns, self.times = [], [], []
+
+        def _on_step(self):
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.steps.append(self.num_timesteps)
+                    self.returns.append(info["episode"]["r"])
+                    self.times.append(time.time())
+            return until is None or not until(self.returns)
+
+    return Episodes()
+
+
 def write_table(name, lines):
     """Print the result and keep it in benchmarks/results/<name>.md (benchmarks/README.md quotes it)."""
     table = "\n".join(lines)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from cartpole_vs_sb3 import THRESHOLD, fmt, solve_point
-from common import REPO, episode_curve, plot_returns, read_run, without_curves, write_table
+from common import REPO, episode_curve, plot_returns, read_run, sb3_episodes, without_curves, write_table
 
 RUNS = {  # label: (script, flags); each at its defaults otherwise
     "ppo_lstm.py": ("ppo_lstm.py", ["--env-id", "CartPoleNoVel-v1"]),
@@ -60,25 +60,11 @@ def sb3_worker(seed, total_timesteps):
     """In its own process: RecurrentPPO with the RL Zoo's CartPoleNoVel-v1 hyperparameters, until solved."""
     import torch
     from sb3_contrib import RecurrentPPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
     sys.path.insert(0, str(REPO))
     import ppo_lstm  # noqa: F401 (registers CartPoleNoVel-v1, the env ppo_lstm.py trains on)
-
-    class UntilSolved(BaseCallback):
-        def __init__(self):
-            super().__init__()
-            self.steps, self.returns, self.times = [], [], []
-
-        def _on_step(self):
-            for info in self.locals["infos"]:
-                if "episode" in info:
-                    self.steps.append(self.num_timesteps)
-                    self.returns.append(info["episode"]["r"])
-                    self.times.append(time.time())
-            return len(self.returns) < 100 or np.mean(self.returns[-100:]) < THRESHOLD
 
     env = VecNormalize(make_vec_env("CartPoleNoVel-v1", n_envs=8, seed=seed), norm_reward=False)
     model = RecurrentPPO("MlpLstmPolicy", env, seed=seed, device="cpu", n_steps=32, batch_size=256, n_epochs=20,
@@ -86,7 +72,7 @@ def sb3_worker(seed, total_timesteps):
                          clip_range=lambda left: left * 0.2,
                          policy_kwargs=dict(ortho_init=False, activation_fn=torch.nn.ReLU, lstm_hidden_size=64,
                                             enable_critic_lstm=True, net_arch=dict(pi=[64], vf=[64])))
-    callback = UntilSolved()
+    callback = sb3_episodes(until=lambda returns: len(returns) >= 100 and np.mean(returns[-100:]) >= THRESHOLD)
     start = time.time()
     model.learn(total_timesteps=total_timesteps, callback=callback)
     elapsed = time.time() - start
@@ -134,8 +120,8 @@ def main():
              "|---" * (1 + 2 * len(labels)) + "|"]
     for r in rows:
         lines.append(f"| {r['seed']} | " + " | ".join(
-            f"{fmt(r[label]['solved_steps'])} | {fmt(r[label]['solved_seconds'])}" if label in r else "not run | not run"
-            for label in labels) + " |")
+            f"{fmt(r[label]['solved_steps'])} | {fmt(r[label]['solved_seconds'])}" if label in r
+            else "not run | not run" for label in labels) + " |")
     lines.append("")
     for label in labels:
         ran = [r for r in rows if label in r]

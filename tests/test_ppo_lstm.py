@@ -30,31 +30,26 @@ def step_by_step(agent, obs, start_state, is_transition):
     return torch.stack(hidden)
 
 
-def rollout(agent, storage, num_envs, seed=0, max_episode_steps=20):
-    envs = gym.vector.SyncVectorEnv([lambda: gym.wrappers.RecordEpisodeStatistics(
-        gym.make("CartPoleNoVel-v1", max_episode_steps=max_episode_steps)) for _ in range(num_envs)])
-    next_obs, _ = envs.reset(seed=seed)
-    next_done, state = np.zeros(num_envs, dtype=bool), agent.initial_state(num_envs)
-    for _ in range(2):  # the second rollout starts from a state carried over from the first
-        next_obs, next_done, state, _ = ppo_lstm.collect_rollout(
-            envs, agent, storage, next_obs, next_done, state, 0, NoWriter(), "cpu")
-    envs.close()
-    return next_obs, state
-
-
 class NoWriter:
     def add_scalar(self, *args):
         pass
 
 
-def small_rollout(num_envs=4, num_steps=64, seed=0):
+def small_rollout(num_envs=4, num_steps=64, seed=0, max_episode_steps=20):
+    """An untrained agent and the storage of its second rollout (which starts from a carried state), on
+    episodes of at most 20 steps."""
     torch.manual_seed(seed)
     args = ppo_lstm.parse_args(["--num-envs", str(num_envs), "--num-steps", str(num_steps)])
-    envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPoleNoVel-v1")])
+    envs = gym.vector.SyncVectorEnv([lambda: gym.wrappers.RecordEpisodeStatistics(
+        gym.make("CartPoleNoVel-v1", max_episode_steps=max_episode_steps)) for _ in range(num_envs)])
     agent = ppo_lstm.Agent(2, 2, args.lstm_hidden_size)
     storage = ppo_lstm.make_storage(args, envs)
+    next_obs, _ = envs.reset(seed=seed)
+    next_done, state = np.zeros(num_envs, dtype=bool), agent.initial_state(num_envs)
+    for _ in range(2):
+        next_obs, next_done, state, _ = ppo_lstm.collect_rollout(
+            envs, agent, storage, next_obs, next_done, state, 0, NoWriter(), "cpu")
     envs.close()
-    rollout(agent, storage, num_envs, seed)
     return agent, storage
 
 
