@@ -61,9 +61,9 @@ def parse_args(argv=None):
                    help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
                         "beside a busy process (results change)")
     p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
-    # Algorithm. Where memory needed other defaults than ppo.py's (8 envs of 64-step sequences, a higher
-    # learning rate, no entropy bonus, normalised observations and rewards), benchmarks/README.md shows
-    # the runs that chose them; 200k steps: CartPoleNoVel-v1 is solved at ~100k
+    # Algorithm. Where memory needed other defaults than ppo.py's (8 envs of 64-step sequences, 2 minibatches,
+    # a higher learning rate, no entropy bonus, normalised observations and rewards), benchmarks/README.md
+    # shows the runs that chose them; 200k steps: CartPoleNoVel-v1 is solved at ~150k
     p.add_argument("--env-id", default="CartPoleNoVel-v1", help="a gymnasium env id with Discrete actions")
     p.add_argument("--total-timesteps", type=int, default=200000, help="env steps over all envs")
     p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step size")
@@ -72,7 +72,7 @@ def parse_args(argv=None):
     p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
     p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
-    p.add_argument("--num-minibatches", type=int, default=4,
+    p.add_argument("--num-minibatches", type=int, default=2,
                    help="minibatches per epoch, each of num_envs / num_minibatches whole env sequences")
     p.add_argument("--update-epochs", type=int, default=4, help="passes over each rollout")
     p.add_argument("--norm-adv", default=True, **flag, help="normalise advantages per minibatch")

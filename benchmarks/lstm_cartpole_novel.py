@@ -1,8 +1,13 @@
 """ppo_lstm.py on CartPoleNoVel-v1 (CartPole without its velocities), against PPO without memory
 and against SB3-contrib's RecurrentPPO with the RL Zoo's hyperparameters.
 
-    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 3   # ~50 min on 2 cores
-    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 0   # the figure's three scripts only
+    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 3   # ~70 min on 2 cores
+    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 0 --saved-sb3   # ~25 min
+    python benchmarks/lstm_cartpole_novel.py --seeds 0 --sb3-seeds 4-5  # RecurrentPPO alone, kept
+
+--seeds and --sb3-seeds take N (seeds 1..N) or A-B. RecurrentPPO's rows are kept, one per seed, in
+benchmarks/results/lstm_cartpole_novel_recurrent_ppo.json: at 10-19 minutes a seed they are not
+rerun when only the three scripts change; --saved-sb3 puts the kept rows in the table, dated.
 
 For each seed, one process at a time: ppo_lstm.py at its defaults; ppo.py at its defaults on the
 same env (no memory); ppo.py on CartPoleNoVelStack4-v1 (the last 4 observations stacked, the classic
@@ -86,36 +91,62 @@ def median(rows, label, key):
     return np.median(values) if values else None
 
 
+SAVED_SB3 = REPO / "benchmarks" / "results" / "lstm_cartpole_novel_recurrent_ppo.json"
+
+
+def seed_list(text):
+    """'N': seeds 1..N ('0': none); 'A-B': seeds A..B."""
+    first, _, last = text.partition("-")
+    return list(range(int(first), int(last) + 1)) if last else list(range(1, int(first) + 1))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, default=10, help="seeds 1..N")
+    p.add_argument("--seeds", default="10", help="the three scripts' seeds: N (1..N) or A-B")
     p.add_argument("--total-timesteps", type=int, default=200_000, help="steps of each run of the three scripts")
     p.add_argument("--sb3-timesteps", type=int, default=300_000, help="RecurrentPPO's budget (it stops once solved)")
-    p.add_argument("--sb3-seeds", type=int, default=None,
-                   help="RecurrentPPO on seeds 1..N only (default: all; 0 leaves it out)")
+    p.add_argument("--sb3-seeds", default=None, help="RecurrentPPO's seeds, N or A-B (default: --seeds; 0: none)")
+    p.add_argument("--saved-sb3", action="store_true", help="RecurrentPPO's kept rows for the seeds it does not run")
     p.add_argument("--out", default="lstm_cartpole_novel", help="name of the table and figure")
     p.add_argument("--sb3-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.sb3_worker:
-        return sb3_worker(args.seeds, args.total_timesteps)
+        return sb3_worker(int(args.seeds), args.total_timesteps)
 
     command = "python benchmarks/lstm_cartpole_novel.py " + " ".join(sys.argv[1:])
-    sb3_seeds = args.seeds if args.sb3_seeds is None else args.sb3_seeds
-    labels = list(RUNS) + (["RecurrentPPO"] if sb3_seeds else [])
+    script_seeds = seed_list(args.seeds)
+    sb3_seeds = script_seeds if args.sb3_seeds is None else seed_list(args.sb3_seeds)
+    saved = json.loads(SAVED_SB3.read_text()) if SAVED_SB3.exists() else {}
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
-        for seed in range(1, args.seeds + 1):
+        for seed in sorted(set(script_seeds) | set(sb3_seeds)):
             row = {"seed": seed}
-            for label in RUNS:
-                row[label] = run_script(label, seed, args.total_timesteps, workdir)
-            if seed <= sb3_seeds:
+            if seed in script_seeds:
+                for label in RUNS:
+                    row[label] = run_script(label, seed, args.total_timesteps, workdir)
+            if seed in sb3_seeds:
                 row["RecurrentPPO"] = run_sb3(seed, args.sb3_timesteps)
-            rows.append(row)
+                saved[str(seed)] = dict(row["RecurrentPPO"], date=time.strftime("%Y-%m-%d"), command=command)
+                SAVED_SB3.write_text(json.dumps(saved, indent=1) + "\n")
+            elif args.saved_sb3 and str(seed) in saved:
+                row["RecurrentPPO"] = saved[str(seed)]
+            if seed in script_seeds:
+                rows.append(row)
             print(json.dumps(without_curves(row)), flush=True)
+    if not rows:
+        return print(f"RecurrentPPO's rows kept in {SAVED_SB3.relative_to(REPO)}")
 
+    ran_sb3 = [r for r in rows if "RecurrentPPO" in r]
+    kept = {}  # (command, date) of kept RecurrentPPO rows: [seeds]
+    for r in ran_sb3:
+        if r["seed"] not in sb3_seeds:
+            kept.setdefault((r["RecurrentPPO"]["command"], r["RecurrentPPO"]["date"]), []).append(str(r["seed"]))
+    labels = list(RUNS) + (["RecurrentPPO"] if ran_sb3 else [])
     lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, one process at a time; "
              f"the scripts with 1 torch thread"
-             + (f", RecurrentPPO with {rows[0]['RecurrentPPO']['threads']}" if sb3_seeds else "") + ")", "",
+             + (f", RecurrentPPO with {ran_sb3[0]['RecurrentPPO']['threads']}" if ran_sb3 else "")
+             + "".join(f"; RecurrentPPO's rows of seeds {', '.join(seeds)} kept from `{c}` ({d})"
+                       for (c, d), seeds in kept.items()) + ")", "",
              "| seed | " + " | ".join(f"{label} steps to 475 | {label} s to 475" for label in labels) + " |",
              "|---" * (1 + 2 * len(labels)) + "|"]
     for r in rows:
@@ -127,13 +158,13 @@ def main():
         ran = [r for r in rows if label in r]
         solved = sum(r[label]["solved_steps"] is not None for r in ran)
         steps, seconds = median(ran, label, "solved_steps"), median(ran, label, "solved_seconds")
-        lines.append(f"- {label}: solved (100-episode mean >= 475) on {solved}/{len(ran)} seeds; median "
-                     f"{fmt(steps)} steps and {fmt(seconds)} s to solve (over the seeds that solved); "
-                     f"SPS {fmt(median(ran, label, 'sps'))}; final 100-episode mean "
+        lines.append(f"- {label}: solved (100-episode mean >= 475) on {solved}/{len(ran)} seeds; "
+                     + (f"median {fmt(steps)} steps and {fmt(seconds)} s to solve (over the seeds that solved); "
+                        if solved else "") + f"SPS {fmt(median(ran, label, 'sps'))}; final 100-episode mean "
                      f"{np.mean([r[label]['final_return'] for r in ran]):.1f} (mean over seeds"
                      + (", RecurrentPPO's where it stopped: once solved)." if label == "RecurrentPPO" else ")."))
-    if sb3_seeds:
-        pairs = [(r["ppo_lstm.py"], r["RecurrentPPO"]) for r in rows if "RecurrentPPO" in r]
+    if ran_sb3:
+        pairs = [(r["ppo_lstm.py"], r["RecurrentPPO"]) for r in ran_sb3]
         both = [(a, b) for a, b in pairs if a["solved_seconds"] is not None and b["solved_seconds"] is not None]
         if both:
             time_ratios = [b["solved_seconds"] / a["solved_seconds"] for a, b in both]

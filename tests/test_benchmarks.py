@@ -98,3 +98,12 @@ def test_lstm_benchmark_runs_each_script_on_cartpole_without_velocities(label, t
 def test_lstm_benchmark_runs_recurrent_ppo():
     result = lstm_cartpole_novel.run_sb3(1, 256)  # one rollout of 8 envs x 32 steps, one update
     assert result["solved_steps"] is None and result["final_return"] < 100 and result["sps"] > 0
+
+
+def test_lstm_benchmark_seed_lists_and_kept_recurrent_ppo_rows():
+    assert lstm_cartpole_novel.seed_list("3") == [1, 2, 3] and lstm_cartpole_novel.seed_list("0") == []
+    assert lstm_cartpole_novel.seed_list("4-6") == [4, 5, 6]
+    kept = json.loads(lstm_cartpole_novel.SAVED_SB3.read_text())  # what --saved-sb3 puts in the table
+    for seed, row in kept.items():
+        assert int(seed) >= 1 and row["sps"] > 0 and row["date"] and row["command"].startswith("python benchmarks/")
+        assert (row["solved_steps"] is None) == (row["solved_seconds"] is None)
