@@ -232,10 +232,24 @@ def read_text_tags(run_dir):
     return acc.Tags()["tensors"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PORTS = random.SystemRandom()
+
+
+def free_port(count=2):
+    """A port p with p, ..., p + count - 1 free now (game_pids looks at p and p + 1). Drawn below
+    Linux's ephemeral range (32768 on), where no client socket takes a port behind our back, and by
+    SystemRandom: the seed an in-process run gives `random` must not make two pytest workers draw
+    the same ports."""
+    for _ in range(100):
+        p = PORTS.randrange(20000, 32768 - count)
+        try:
+            for candidate in range(p, p + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", candidate))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} free ports in a row")
 
 
 def game_pids(port):
@@ -248,16 +262,7 @@ def game_pids(port):
 def port():
     """A port p with p, p+1 and p+2 free (--n-parallel 2 takes p and p+1; two RLlib env runners
     take p+1 and p+2)."""
-    for _ in range(100):
-        p = random.randrange(20000, 60000)
-        try:
-            for candidate in (p, p + 1, p + 2):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", candidate))
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no three free ports in a row")
+    return free_port(3)
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ import godot_chase  # noqa: E402
 
 SCRIPT = "scale/ppo_rllib_godot.py"
 RAY_PROCESSES = r"raylet|gcs_server|ray::|default_worker\.py|ray/dashboard|ray/autoscaler|log_monitor\.py"
+# one worker of `pytest -n` runs them all, in turn: each test checks that no Ray process it started is left
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module")

@@ -214,7 +214,7 @@ def test_a_one_row_minibatch_left_by_autoreset_rows_trains_on(script, in_tmp, mo
     # 2-row minibatches; each episode end drops an autoreset row and leaves a 1-row minibatch,
     # whose advantage std would be NaN
     args = script.module.parse_args(script.short + script.one_row_minibatches_argv(monkeypatch) + [
-        "--total-timesteps", "2048"])
+        "--total-timesteps", "1024" if script.env_id == "Pendulum-v1" else "512"])  # 5 episodes or more
     script.module.train(args)
     scalars = read_scalars(run_dirs(in_tmp)[0])
     assert len(scalars["charts/episodic_return"]) >= 5  # episodes did end, so rows were dropped
