@@ -2,7 +2,7 @@
 and against SB3-contrib's RecurrentPPO with the RL Zoo's hyperparameters.
 
     python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 3   # ~70 min on 2 cores
-    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 0 --saved-sb3   # ~25 min
+    python benchmarks/lstm_cartpole_novel.py --seeds 10 --sb3-seeds 0 --saved-sb3   # ~30 min
     python benchmarks/lstm_cartpole_novel.py --seeds 0 --sb3-seeds 4-5  # RecurrentPPO alone, kept
 
 --seeds and --sb3-seeds take N (seeds 1..N) or A-B. RecurrentPPO's rows are kept, one per seed, in
