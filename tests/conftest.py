@@ -21,6 +21,10 @@ import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
 import ppo_lstm  # noqa: E402
+import as_a_process  # noqa: E402 (tests/, on the path as the conftest's folder)
+
+# `pytest -n auto` runs a test per core: one torch thread each, as the scripts' --torch-threads default
+torch.set_num_threads(1)
 
 CHASE = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
          for kind in ("discrete", "multidiscrete", "continuous")}
@@ -197,9 +201,9 @@ def as_from_a_terminal():
 
 
 def run_script(script, *argv, cwd, timeout=300, check=True):
-    """Run a top-level script as a user would, from `cwd` (so runs/ lands there)."""
-    proc = subprocess.run([sys.executable, str(REPO / script), *argv], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    """Run a top-level script as a user would, from `cwd` (so runs/ lands there), in a process of its
+    own that starts with torch imported (as_a_process.py)."""
+    proc = as_a_process.run(REPO / script, argv, cwd=cwd, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{script} {' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc

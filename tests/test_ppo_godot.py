@@ -37,10 +37,27 @@ HANG = 120
 
 
 def start(*argv, cwd):
-    return subprocess.Popen([sys.executable, str(REPO / "ppo_godot.py"), *argv], cwd=cwd, text=True,
-                            preexec_fn=as_from_a_terminal,
+    """ppo_godot.py as a process; -X faulthandler: a SIGABRT prints where each of its threads is."""
+    return subprocess.Popen([sys.executable, "-X", "faulthandler", str(REPO / "ppo_godot.py"), *argv], cwd=cwd,
+                            text=True, preexec_fn=as_from_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def wait_for_end(proc, port):
+    """(stdout, stderr) once the run has ended; after HANG seconds, a failure that says what hung: the
+    script (and where: its threads' stacks) or a game left running that holds its output open."""
+    try:
+        return proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        script_alive, games = proc.poll() is None, game_pids(port)
+        if script_alive:
+            proc.send_signal(signal.SIGABRT)
+        for pid in games:
+            os.kill(pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=30)
+        pytest.fail(f"hung for {HANG} s: the script {'still ran' if script_alive else 'had ended'}, "
+                    f"{len(games)} game(s) left running\nstdout: {stdout[-2000:]}\nstderr: {stderr[-6000:]}")
 
 
 def wait_for_step(proc, min_step):
@@ -149,7 +166,7 @@ def test_game_dying_or_freezing_ends_the_run_cleanly(fault, port, tmp_path):
     wait_for_step(proc, 3000)
     (game,) = game_pids(port)
     os.kill(game, signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
-    stdout, stderr = proc.communicate(timeout=HANG)
+    stdout, stderr = wait_for_end(proc, port)
     assert proc.returncode == 1 and "Traceback" not in stderr
     reason = "was killed by signal 9 while playing" if fault == "kill" else "did not answer for 3 s while playing"
     assert f"the game on port {port} {reason}" in stderr
@@ -164,7 +181,7 @@ def test_ctrl_c_saves_the_model_and_its_onnx_export_and_closes_the_games(port, t
     wait_for_step(proc, 3000)
     assert len(game_pids(port)) == 2
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=HANG)
+    stdout, stderr = wait_for_end(proc, port)
     assert proc.returncode == 130 and "Traceback" not in stderr
     assert "is saved to" in stdout and "exported to policy.onnx" in stdout
     assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
@@ -187,7 +204,7 @@ def test_ctrl_c_or_kill_while_the_game_connects_ends_it(stop_signal, port, tmp_p
         assert time.time() < deadline, "the game did not start"
         time.sleep(0.1)
     proc.send_signal(stop_signal)
-    stdout, stderr = proc.communicate(timeout=HANG)
+    stdout, stderr = wait_for_end(proc, port)
     assert proc.returncode == 128 + stop_signal and "Traceback" not in stderr, stderr
     assert "interrupted while the games connected" in stderr
     assert not game_pids(port)
@@ -201,7 +218,7 @@ def test_ctrl_c_again_while_saving_exporting_and_closing_leaves_all_kept_and_no_
     for _ in range(6):  # the first asks to stop; the second stops at once; the rest hit the saving,
         proc.send_signal(signal.SIGINT)  # the export or the closing, by the pause between them
         time.sleep(pause)
-    stdout, stderr = proc.communicate(timeout=HANG)
+    stdout, stderr = wait_for_end(proc, port)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
     assert_whole_onnx(tmp_path / "policy.onnx")

@@ -70,8 +70,13 @@ def wait_until_gone(pattern, seconds=30):
     return pids(pattern)
 
 
-@pytest.mark.parametrize("kind", ["discrete", "continuous"])
-def test_two_env_runners_each_launch_a_game_and_the_return_rises(rllib_script, kind, port, tmp_path):
+@pytest.mark.parametrize("kind, stop_signal, code", [("discrete", "SIGINT", 130), ("continuous", "SIGTERM", 143)])
+def test_two_env_runners_learn_then_a_stop_saves_the_model_and_leaves_nothing(rllib_script, kind, stop_signal, code,
+                                                                               port, tmp_path):
+    """Two env runners, each launching a game of its own, train until the return has risen; then
+    Ctrl-C (to the whole process group, as a terminal sends it) or a kill (to the driver) ends the
+    run: exit 130 or 143, the model and the log saved, no game and no Ray process left. (One Ray
+    cluster for both checks: starting and stopping one takes half a minute here.)"""
     ray_before = pids(RAY_PROCESSES)
     games_seen, done = {}, threading.Event()
 
@@ -85,8 +90,19 @@ def test_two_env_runners_each_launch_a_game_and_the_return_rises(rllib_script, k
     watcher = threading.Thread(target=watch_games)
     watcher.start()
     try:
-        proc = run_script(SCRIPT, "--env-path", CHASE[kind], "--num-env-runners", "2", "--num-cpus", "2",
-                          "--port", str(port), "--total-timesteps", "30000", cwd=tmp_path, timeout=600)
+        proc = subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE[kind], "--num-env-runners",
+                                 "2", "--num-cpus", "2", "--port", str(port)], cwd=tmp_path, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=as_from_a_terminal)
+        for line in proc.stdout:  # measured: a mean return of 8-9 (from about 0) by step 14k, 9-10 by 30k
+            progress = re.match(r"global_step=(\d+), episodic_return=(\S+),", line)
+            if progress and (int(progress[1]) >= 16_000 and float(progress[2]) >= 8 or int(progress[1]) >= 40_000):
+                break
+        if proc.poll() is None and stop_signal == "SIGINT":
+            os.killpg(proc.pid, signal.SIGINT)
+        elif proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
     finally:
         done.set()
         watcher.join()
@@ -95,14 +111,16 @@ def test_two_env_runners_each_launch_a_game_and_the_return_rises(rllib_script, k
     assert sorted(games_seen) == [port + 1, port + 2], games_seen
     parents = list(games_seen.values())
     assert parents[0][0] != parents[1][0] and all(is_ray_worker for _, is_ray_worker in parents), parents
-    # the return rises: the last 50 episodes against the first 50 (random play: about -1; the
-    # scripted policy: 10.27; measured: from about 1.5 to about 10)
+    # the return rose: the last 50 episodes against the first 50 (random play: about -1; the
+    # scripted policy: 10.27)
     returns = [value for _, value in read_scalars(run_dirs(tmp_path)[0])["charts/episodic_return"]]
-    assert len(returns) > 200
+    assert len(returns) > 100
     first, last = np.mean(returns[:50]), np.mean(returns[-50:])
     assert last > first + 4, (first, last)
-    assert "model saved to" in proc.stdout and (run_dirs(tmp_path)[0] / "checkpoint").is_dir()
-    # nothing left: no game, no Ray worker or service of this run
+    # the stop: the model saved, the log written and closed, nothing left
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and "stopped: saving the model" in stderr
+    assert "model saved to" in stdout and (run_dirs(tmp_path)[0] / "checkpoint").is_dir()
     assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
@@ -182,28 +200,4 @@ def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_p
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines == [f"error: the game on port {port + 1} did not connect: timed out"], proc.stderr
     assert not wait_until_gone(rf"sleep 600|{game}")
-    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
-
-
-@pytest.mark.parametrize("stop_signal, code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_ctrl_c_or_kill_saves_the_model_and_leaves_nothing(rllib_script, stop_signal, code, port, tmp_path):
-    """Ctrl-C (to the whole process group, as a terminal sends it) or a kill (to the driver)."""
-    ray_before = pids(RAY_PROCESSES)
-    proc = subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE["discrete"],
-                             "--num-env-runners", "2", "--num-cpus", "2", "--port", str(port)],
-                            cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=as_from_a_terminal)
-    for line in proc.stdout:  # stop after the second update
-        if line.startswith("global_step=4096"):
-            break
-    if stop_signal == "SIGINT":
-        os.killpg(proc.pid, signal.SIGINT)
-    else:
-        proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == code, stderr
-    assert "Traceback" not in stderr and "stopped: saving the model" in stderr
-    assert "model saved to" in stdout and (run_dirs(tmp_path)[0] / "checkpoint").is_dir()
-    assert read_scalars(run_dirs(tmp_path)[0])["charts/SPS"]  # the log was written and closed
-    assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
