@@ -32,10 +32,9 @@ if shutil.which("godot3-server") is None:
 
 
 # how long a stopped run may take to save, export and close before the test calls it hung: not a
-# time limit (beside the rest of the suite under `pytest -n`, one such stop took over 30 s, and on
-# 2026-12-01 one [0.0] stop of the Ctrl-C-again test hung past 120 s after its save and export; not
-# seen again in 43 repeats, alone and under load, nor in the suite runs since: wait_for_end says
-# where, should it come back)
+# time limit (beside the rest of the suite under `pytest -n`, one such stop took over 30 s). Twice the
+# [0.0] case of the Ctrl-C-again test hung past it after its save and export; wait_for_end showed
+# where, the interpreter's final garbage collection, which ppo_godot.py's exit_after_a_stop now skips
 HANG = 120
 
 

@@ -70,13 +70,25 @@ def wait_until_gone(pattern, seconds=30):
     return pids(pattern)
 
 
-@pytest.mark.parametrize("kind, stop_signal, code", [("discrete", "SIGINT", 130), ("continuous", "SIGTERM", 143)])
-def test_two_env_runners_learn_then_a_stop_saves_the_model_and_leaves_nothing(rllib_script, kind, stop_signal, code,
-                                                                               port, tmp_path):
+def start_training(kind, port, cwd):
+    return subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE[kind], "--num-env-runners", "2",
+                             "--num-cpus", "2", "--port", str(port)], cwd=cwd, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=as_from_a_terminal)
+
+
+def assert_stopped_and_saved(proc, stdout, stderr, code, cwd):
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr and "stopped: saving the model" in stderr
+    assert "model saved to" in stdout and (run_dirs(cwd)[0] / "checkpoint").is_dir()
+    assert read_scalars(run_dirs(cwd)[0])["charts/SPS"]  # the log was written and closed
+
+
+@pytest.mark.parametrize("kind", ["discrete", "continuous"])
+def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rllib_script, kind, port, tmp_path):
     """Two env runners, each launching a game of its own, train until the return has risen; then
-    Ctrl-C (to the whole process group, as a terminal sends it) or a kill (to the driver) ends the
-    run: exit 130 or 143, the model and the log saved, no game and no Ray process left. (One Ray
-    cluster for both checks: starting and stopping one takes half a minute here.)"""
+    Ctrl-C (to the whole process group, as a terminal sends it) ends the run: exit 130, the model and
+    the log saved, no game and no Ray process left. (One Ray cluster for both checks: starting and
+    stopping one takes half a minute here.)"""
     ray_before = pids(RAY_PROCESSES)
     games_seen, done = {}, threading.Event()
 
@@ -90,18 +102,13 @@ def test_two_env_runners_learn_then_a_stop_saves_the_model_and_leaves_nothing(rl
     watcher = threading.Thread(target=watch_games)
     watcher.start()
     try:
-        proc = subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE[kind], "--num-env-runners",
-                                 "2", "--num-cpus", "2", "--port", str(port)], cwd=tmp_path, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                preexec_fn=as_from_a_terminal)
+        proc = start_training(kind, port, tmp_path)
         for line in proc.stdout:  # measured: a mean return of 8-9 (from about 0) by step 14k, 9-10 by 30k
             progress = re.match(r"global_step=(\d+), episodic_return=(\S+),", line)
             if progress and (int(progress[1]) >= 16_000 and float(progress[2]) >= 8 or int(progress[1]) >= 40_000):
                 break
-        if proc.poll() is None and stop_signal == "SIGINT":
+        if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
-        elif proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         done.set()
@@ -118,9 +125,7 @@ def test_two_env_runners_learn_then_a_stop_saves_the_model_and_leaves_nothing(rl
     first, last = np.mean(returns[:50]), np.mean(returns[-50:])
     assert last > first + 4, (first, last)
     # the stop: the model saved, the log written and closed, nothing left
-    assert proc.returncode == code, stderr
-    assert "Traceback" not in stderr and "stopped: saving the model" in stderr
-    assert "model saved to" in stdout and (run_dirs(tmp_path)[0] / "checkpoint").is_dir()
+    assert_stopped_and_saved(proc, stdout, stderr, 130, tmp_path)
     assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
@@ -200,4 +205,18 @@ def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_p
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines == [f"error: the game on port {port + 1} did not connect: timed out"], proc.stderr
     assert not wait_until_gone(rf"sleep 600|{game}")
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
+def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path):
+    """A kill (SIGTERM to the driver) after the second update: exit 143, the model and the log saved."""
+    ray_before = pids(RAY_PROCESSES)
+    proc = start_training("discrete", port, tmp_path)
+    for line in proc.stdout:
+        if line.startswith("global_step=4096"):
+            break
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert_stopped_and_saved(proc, stdout, stderr, 143, tmp_path)
+    assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
