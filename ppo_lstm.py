@@ -554,21 +554,27 @@ def str2bool(value):
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-# A resumed run keeps its flags, but for these (a longer run: the learning rate's decay is then
-# spread over the new total)
-RESUME_FLAGS = ["--total-timesteps"]
+# A resumed run keeps its flags, but for these: a longer run (the learning rate's decay is then
+# spread over the new total), and how it saves
+RESUME_FLAGS = ["--total-timesteps", "--save-model", "--checkpoint-minutes"]
 
 
 def parse_and_check(p, flag, argv):
     """The flags of section 9 added, the command line parsed; a bad value ends here with one line,
     and --resume returns the saved run's flags instead."""
-    p.add_argument("--save-model", default=False, **flag,
-                   help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
-                        "stops early always does)")
+    p.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows each flag's default
+    p.add_argument("--save-model", default=True, **flag,
+                   help="keep the training state in {log_dir}/{run_name}/{exp_name}.pt: every --checkpoint-minutes, "
+                        "at the end and at any stop; false: only a run that stops early saves")
+    p.add_argument("--checkpoint-minutes", type=float, default=5,
+                   help="minutes between two checkpoints while training (0: after every update); a hard kill (kill "
+                        "-9, out of memory, power cut) loses at most this much")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
                         f"{', '.join(RESUME_FLAGS)}); it unpickles the saved envs: resume your own checkpoints only")
     args = p.parse_args(argv)
+    if args.checkpoint_minutes < 0:
+        fail(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
     for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
                  "torch_threads", "eval_episodes", "lstm_hidden_size"):
         if getattr(args, name) <= 0:
@@ -584,6 +590,9 @@ def parse_and_check(p, flag, argv):
                                 f"--num-envs x --num-steps = {args.num_envs * args.num_steps}")
     if problem:
         fail(problem)
+    if args.total_timesteps < args.num_envs * args.num_steps and not (args.resume or args.eval_checkpoint):
+        print(f"{os.path.basename(__file__)}: note: --total-timesteps {args.total_timesteps} is less than one "
+              f"rollout (--num-envs x --num-steps = {args.num_envs * args.num_steps}): one rollout runs")
     return resumed_args(args, argv) if args.resume else args
 
 
@@ -609,6 +618,8 @@ def resumed_args(args, argv):
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
+    # How a run saves is this command's, given or not: a resumed run saves like any other
+    resumed.save_model, resumed.checkpoint_minutes = args.save_model, args.checkpoint_minutes
     saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
     if saved is None:
         fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
@@ -724,8 +735,8 @@ class Run:
         threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
         try:
             yield self
-            kept = f" {self.save(exact=True)}" if self.args.save_model else ""
-            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`.{kept}")
+            kept = self.save(exact=True) if self.args.save_model else "No model is saved (--save-model false)."
+            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`. {kept}")
         except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
             print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
             sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
@@ -799,7 +810,7 @@ class Run:
                 "hyperparameters",
                 "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
             )
-        self.start_time = self.last_status = time.time()
+        self.start_time = self.last_status = self.last_checkpoint = time.time()
         return next_obs, next_done, next_lstm_state, global_step
 
     def iterations(self):
@@ -812,7 +823,8 @@ class Run:
             raise KeyboardInterrupt
 
     def end_iteration(self, iteration, next_obs, next_done, next_lstm_state, global_step):
-        """Logs SPS, prints the progress every 10 s, and marks the boundary a stop saves."""
+        """Logs SPS, prints the progress every 10 s, marks the boundary a stop saves, and saves it every
+        --checkpoint-minutes."""
         sps = int((global_step - self.first_step) / (time.time() - self.start_time))
         self.writer.add_scalar("charts/SPS", sps, global_step)
         if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
@@ -822,6 +834,10 @@ class Run:
             print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
                   f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
         self.mark_boundary(iteration, next_obs, next_done, next_lstm_state, global_step)
+        if self.args.save_model and time.time() - self.last_checkpoint >= 60 * self.args.checkpoint_minutes:
+            self.writer.flush()  # the logs up to this boundary, which a hard kill would lose
+            self.save(exact=True)  # written beside, then renamed: a kill never leaves half a checkpoint
+            self.last_checkpoint = time.time()
 
     def mark_boundary(self, iteration, next_obs, next_done, next_lstm_state, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""
@@ -911,8 +927,9 @@ def load_checkpoint(path):
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # runs no code from the file
     except FileNotFoundError:
         fail(f"no such checkpoint: {path!r}")
-    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
-        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
+    except Exception:  # an ONNX model, any other file: torch's own words would advise the wrong thing
+        fail(f"{path!r} is not a checkpoint: give the .pt file that a training run of {script} keeps in its "
+             f"log folder (runs/<run>/{script[:-3]}.pt)" + (", not an ONNX export" if path.endswith(".onnx") else ""))
     if not isinstance(checkpoint, dict) or "script" not in checkpoint:
         fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
     if checkpoint["script"] != script:

@@ -38,7 +38,8 @@ from torch.utils.tensorboard import SummaryWriter
 # 1. Arguments
 # ================================================================================================
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # --help shows defaults
     flag = dict(type=str2bool, nargs="?", const=True)  # `--anneal-lr`, `--anneal-lr false`
     # Experiment
     p.add_argument("--exp-name", default=os.path.basename(__file__)[: -len(".py")],
@@ -53,6 +54,8 @@ def parse_args(argv=None):
                    help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
                         "beside a busy process (results change)")
     p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
+    p.add_argument("--save-model", default=True, **flag,
+                   help="save the weights to {log_dir}/{run_name}/{exp_name}.pt at the end (Ctrl-C always does)")
     # Algorithm
     p.add_argument("--env-id", default="CartPole-v1", help="a gymnasium env id with Discrete actions")
     p.add_argument("--total-timesteps", type=int, default=500000, help="env steps over all envs")
@@ -416,6 +419,9 @@ def train(args):
             stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
             for tag, value in stats.items():
                 writer.add_scalar(tag, value, global_step)
+        if args.save_model:
+            torch.save(agent.state_dict(), f"{run_dir}/{args.exp_name}.pt")
+            print(f"Done. The weights are saved to {run_dir}/{args.exp_name}.pt")
     except KeyboardInterrupt:
         torch.save(agent.state_dict(), f"{run_dir}/{args.exp_name}.pt")
         print(f"interrupted at global_step={global_step}; the weights are saved to {run_dir}/{args.exp_name}.pt")

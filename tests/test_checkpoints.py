@@ -1,0 +1,115 @@
+"""Saving without asking, and checkpoints that survive a hard kill: every training script keeps its
+training state at the end, at every stop and every --checkpoint-minutes (0: after every update);
+a run killed with SIGKILL (nothing runs on its way out) and resumed from its last periodic checkpoint
+logs what a run never killed logs, step for step."""
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import CHASE, GYM_SCRIPTS, REPO, game_pids, needs_godot, read_scalars, run_dirs
+from test_resume import assert_same_metrics, resume, signal_at_gae, train_in
+
+
+def count_saves(script, monkeypatch):
+    saves = []
+    original = script.module.save_checkpoint
+    monkeypatch.setattr(script.module, "save_checkpoint", lambda *a: saves.append(1) or original(*a))
+    return saves
+
+
+def test_a_run_keeps_its_model_unless_told_not_to(script, in_tmp, monkeypatch, capsys):
+    """No --save-model: the training state is saved at the end, and the Done line says where."""
+    saves = count_saves(script, monkeypatch)
+    run_dir = script.module.train(script.module.parse_args(script.short))
+    checkpoint = f"{run_dir}/{script.module.__name__}.pt"
+    assert f"The state at global_step=1024 is saved to {checkpoint}" in capsys.readouterr().out.splitlines()[-1]
+    assert pickle.loads(torch.load(checkpoint)["resume"])["iteration"] == 4
+    assert len(saves) == 1  # the default interval (5 minutes) is longer than the run
+
+    run_dir = script.module.train(script.module.parse_args(script.short + ["--save-model", "false", "--seed", "2"]))
+    assert not os.path.exists(f"{run_dir}/{script.module.__name__}.pt")
+    assert "No model is saved (--save-model false)" in capsys.readouterr().out
+
+
+def test_checkpoint_minutes_0_saves_after_every_update(script, in_tmp, monkeypatch):
+    saves = count_saves(script, monkeypatch)
+    script.module.train(script.module.parse_args(script.short + ["--checkpoint-minutes", "0"]))
+    assert len(saves) == 4 + 1  # each of the 4 updates, then the end
+
+
+def test_a_resumed_run_saves_like_any_other(script, tmp_path, monkeypatch):
+    """A run stopped with --save-model false (or saved before saving was the default) and resumed
+    saves at its end: resuming it again goes on from there, not from the old stop."""
+    compute_gae = script.module.compute_gae
+    signal_at_gae(script, monkeypatch, on_call=2)
+    assert train_in(tmp_path, script, script.short + ["--save-model", "false"], monkeypatch) == 130
+    monkeypatch.setattr(script.module, "compute_gae", compute_gae)
+    checkpoint = run_dirs(tmp_path)[0] / f"{script.module.__name__}.pt"
+    assert torch.load(checkpoint)["args"]["save_model"] is False
+    resume(tmp_path, script, [], monkeypatch)
+    assert pickle.loads(torch.load(checkpoint)["resume"])["global_step"] == 1024
+
+
+def start(script_file, *argv, cwd):
+    return subprocess.Popen([sys.executable, str(REPO / script_file), *argv], cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def kill_after_first_checkpoint(proc, checkpoint_glob, cwd):
+    """SIGKILL the run as soon as a periodic checkpoint is on disk; the checkpoint's path."""
+    deadline = time.monotonic() + 120
+    while not list(cwd.glob(checkpoint_glob)):
+        assert proc.poll() is None, f"the run ended before its first checkpoint: {proc.stderr.read()[-2000:]}"
+        assert time.monotonic() < deadline, "no checkpoint within 120 s"
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL  # killed mid-run, not finished
+    return next(cwd.glob(checkpoint_glob))
+
+
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
+def test_killed_after_a_periodic_checkpoint_resumes_like_never_killed(script, tmp_path, monkeypatch):
+    iterations = 60  # long enough to be killed mid-run: a few seconds
+    args = script.module.parse_args(script.short)
+    argv = script.short + ["--total-timesteps", str(iterations * args.batch_size), "--checkpoint-minutes", "0"]
+    assert train_in(tmp_path / "reference", script, argv, monkeypatch) is None
+
+    (tmp_path / "killed").mkdir()
+    proc = start(script.file, *argv, cwd=tmp_path / "killed")
+    checkpoint = kill_after_first_checkpoint(proc, f"runs/*/{script.module.__name__}.pt", tmp_path / "killed")
+    saved_step = pickle.loads(torch.load(checkpoint)["resume"])["global_step"]
+    assert 0 < saved_step < iterations * args.batch_size
+
+    resumed_dir = resume(tmp_path / "killed", script, [], monkeypatch)
+    assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir, iterations)
+
+
+def test_a_game_run_killed_after_a_periodic_checkpoint_resumes_from_it(tmp_path, port):
+    """The real Chase game: SIGKILL leaves the game to notice the closed connection and quit, and the
+    checkpoint resumes (with new episodes: a game's state is its own) from the step it saved."""
+    needs_godot()
+    game = ["--env-path", CHASE["discrete"], "--port", str(port), "--num-steps", "32"]
+    proc = start("ppo_godot.py", *game, "--total-timesteps", "100000", "--checkpoint-minutes", "0", cwd=tmp_path)
+    checkpoint = kill_after_first_checkpoint(proc, "runs/*/ppo_godot.pt", tmp_path)
+    saved_step = pickle.loads(torch.load(checkpoint)["resume"])["global_step"]
+    deadline = time.monotonic() + 30
+    while game_pids(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not game_pids(port), "the game outlived the killed run by 30 s"
+
+    time.sleep(1.05)  # TensorBoard orders event files by the second in their names
+    resumed = subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--resume", str(checkpoint),
+                              "--port", str(port), "--total-timesteps", str(saved_step + 2048)],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    returns = read_scalars(checkpoint.parent)["losses/policy_loss"]
+    steps = [step for step, _ in returns]
+    assert steps == sorted(set(steps))  # nothing twice: the killed life's steps after the checkpoint are gone
+    assert steps[-1] == saved_step + 2048 and saved_step in steps
