@@ -91,7 +91,7 @@ def parse_args(argv=None):
     p.add_argument("--env-path", default=None,
                    help="the exported game (a .x86_64 file on Linux); omitted: press Play in the editor")
     p.add_argument("--n-parallel", type=int, default=1, help="game processes, on ports port, port+1, ...")
-    p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action")
+    p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action; unset: the game's own")
     # Evaluation
     p.add_argument("--eval-checkpoint", default=None,
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
@@ -528,22 +528,39 @@ def str2bool(value):
 
 
 # A resumed run keeps its flags, but for these: a longer run (the learning rate's decay is then
-# spread over the new total), where and how to reach the game, and where to export the policy
-RESUME_FLAGS = ["--total-timesteps", "--env-path", "--port", "--connect-timeout", "--step-timeout",
-                "--show-window", "--godot-version", "--onnx-export-path"]
+# spread over the new total), how it saves, where and how to reach the game, and where to export the policy
+RESUME_FLAGS = ["--total-timesteps", "--save-model", "--checkpoint-minutes", "--env-path", "--port",
+                "--connect-timeout", "--step-timeout", "--show-window", "--godot-version", "--onnx-export-path"]
+# The flags of godot-rl's example scripts (stable_baselines3_example.py, clean_rl_example.py, ...) that
+# every Godot RL Agents user has typed, and what they are here
+GODOT_RL_SPELLINGS = {
+    "--env_path": "--env-path", "--viz": "--show-window", "--timesteps": "--total-timesteps",
+    "--onnx_export_path": "--onnx-export-path", "--n_parallel": "--n-parallel", "--action_repeat": "--action-repeat",
+    "--experiment_dir": "--log-dir", "--experiment_name": "--exp-name", "--base_port": "--port",
+    "--resume_model_path": "--resume (or --eval-checkpoint, to play it)", "--restore": "--resume",
+    "--inference": "--eval-checkpoint", "--eval": "--eval-checkpoint",
+    "--export": "--export-checkpoint with --onnx-export-path",
+    "--save_model_path": "--save-model, on by default (the model goes to {log_dir}/{run_name}/{exp_name}.pt)",
+    "--save_checkpoint_frequency": "--checkpoint-minutes (in minutes, not steps)",
+    "--linear_lr_schedule": "--anneal-lr, on by default",
+}
 
 
 def parse_and_check(p, flag, argv):
     """The flags of section 9 added, the command line parsed; a bad value ends here with one line,
     and --resume returns the saved run's flags instead."""
-    p.add_argument("--save-model", default=False, **flag,
-                   help="save the training state to {log_dir}/{run_name}/{exp_name}.pt at the end (a run that "
-                        "stops early always does)")
+    p.formatter_class = argparse.ArgumentDefaultsHelpFormatter  # --help shows each flag's default
+    p.add_argument("--save-model", default=True, **flag,
+                   help="keep the training state in {log_dir}/{run_name}/{exp_name}.pt: every --checkpoint-minutes, "
+                        "at the end and at any stop; false: only a run that stops early saves")
+    p.add_argument("--checkpoint-minutes", type=float, default=5,
+                   help="minutes between two checkpoints while training (0: after every update); a hard kill (kill "
+                        "-9, out of memory, power cut) loses at most this much")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
                         f"{', '.join(RESUME_FLAGS)}); a resumed game starts new episodes")
     p.add_argument("--port", type=int, default=GodotEnv.DEFAULT_PORT, help="TCP port of the first game")
-    p.add_argument("--speedup", type=int, default=None, help="game time runs this many times faster")
+    p.add_argument("--speedup", type=int, default=None, help="game time runs this many times faster; unset: the game's own")
     p.add_argument("--framerate", type=int, default=60,
                    help="physics frames per game second (Godot's --fixed-fps), as fast as training goes; "
                         "0: real time")
@@ -560,11 +577,22 @@ def parse_and_check(p, flag, argv):
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
+    for given in argv:
+        if given.split("=")[0] in GODOT_RL_SPELLINGS:
+            fail(f"{given.split('=')[0]} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[given.split('=')[0]]}")
     args = p.parse_args(argv)
+    if args.checkpoint_minutes < 0:
+        fail(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
     for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "torch_threads",
-                 "n_parallel", "eval_episodes"):
-        if getattr(args, name) <= 0:
+                 "n_parallel", "eval_episodes", "speedup", "action_repeat", "connect_timeout", "step_timeout"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.framerate < 0:
+        fail(f"--framerate must be 0 (real time) or more, got {args.framerate}")
+    if args.n_parallel > 1 and args.env_path is None:
+        fail(f"--n-parallel {args.n_parallel} needs --env-path: the editor runs one game")
+    if args.onnx_export_path and not args.onnx_export_path.endswith(".onnx"):  # as godot-rl's examples do
+        args.onnx_export_path = os.path.splitext(args.onnx_export_path)[0] + ".onnx"
     if args.cuda and not torch.cuda.is_available():
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
     if args.export_checkpoint and not args.onnx_export_path:
@@ -594,6 +622,9 @@ def set_batch_sizes(args, envs):
     if problem:
         envs.close()
         fail(problem)
+    if args.total_timesteps < args.batch_size and not args.resume:
+        print(f"ppo_godot.py: note: --total-timesteps {args.total_timesteps} is less than one rollout "
+              f"({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}): one rollout runs")
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)
 
 
@@ -619,6 +650,8 @@ def resumed_args(args, argv):
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
+    # How a run saves is this command's, given or not: a resumed run saves like any other
+    resumed.save_model, resumed.checkpoint_minutes = args.save_model, args.checkpoint_minutes
     saved = pickle.loads(checkpoint["resume"])  # runs code from the file: resume your own files only
     if saved is None:
         fail(f"{args.resume} was saved inside an update, so it holds weights but no state to resume")
@@ -696,8 +729,8 @@ class Run:
         threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
         try:
             yield self
-            kept = f" {self.save(exact=True)}" if self.args.save_model else ""
-            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`.{kept}")
+            kept = self.save(exact=True) if self.args.save_model else "No model is saved (--save-model false)."
+            print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`. {kept}")
         except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
             print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
             sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
@@ -769,7 +802,7 @@ class Run:
                 "hyperparameters",
                 "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
             )
-        self.start_time = self.last_status = time.time()
+        self.start_time = self.last_status = self.last_checkpoint = time.time()
         return next_obs, next_done, global_step
 
     def iterations(self):
@@ -782,7 +815,8 @@ class Run:
             raise KeyboardInterrupt
 
     def end_iteration(self, iteration, next_obs, next_done, global_step):
-        """Logs SPS, prints the progress every 10 s, and marks the boundary a stop saves."""
+        """Logs SPS, prints the progress every 10 s, marks the boundary a stop saves, and saves it every
+        --checkpoint-minutes."""
         sps = int((global_step - self.first_step) / (time.time() - self.start_time))
         self.writer.add_scalar("charts/SPS", sps, global_step)
         if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
@@ -792,6 +826,10 @@ class Run:
             print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
                   f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
         self.mark_boundary(iteration, next_obs, next_done, global_step)
+        if self.args.save_model and time.time() - self.last_checkpoint >= 60 * self.args.checkpoint_minutes:
+            self.writer.flush()  # the logs up to this boundary, which a hard kill would lose
+            self.save(exact=True)  # written beside, then renamed: a kill never leaves half a checkpoint
+            self.last_checkpoint = time.time()
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""
@@ -914,8 +952,9 @@ def load_checkpoint(path):
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # runs no code from the file
     except FileNotFoundError:
         fail(f"no such checkpoint: {path!r}")
-    except Exception as e:  # what torch.load raises for a file it cannot read depends on the file
-        fail(f"{path!r} is not a checkpoint ({type(e).__name__}: {(str(e) or '-').splitlines()[0]})")
+    except Exception:  # an ONNX model, any other file: torch's own words would advise the wrong thing
+        fail(f"{path!r} is not a checkpoint: give the .pt file that a training run of {script} keeps in its "
+             f"log folder (runs/<run>/{script[:-3]}.pt)" + (", not an ONNX export" if path.endswith(".onnx") else ""))
     if not isinstance(checkpoint, dict) or "script" not in checkpoint:
         fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
     if checkpoint["script"] != script:

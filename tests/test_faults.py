@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import (CHASE, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error, free_port, needs_godot,
-                      run_dirs, run_script)
+import ppo
+import ppo_godot
+from conftest import (CHASE, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error, fake_game, free_port,
+                      needs_godot, run_dirs, run_script)
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py"]
@@ -77,6 +79,13 @@ BAD_INPUT = {  # fault: {script: (argv, what the line says)}
     "export without a path": {"ppo_godot.py": (["--export-checkpoint", "x.pt"], "give that too")},
     "export to a missing folder": {"ppo_godot.py": (["--onnx-export-path", "no/such/dir/m.onnx"],
                                                     "its folder does not exist")},
+    "checkpoints at a negative interval": {s: (["--checkpoint-minutes", "-1"], "--checkpoint-minutes must be 0")
+                                           for s in TRAINING},
+    "a game that never runs": {"ppo_godot.py": (["--speedup", "0"], "--speedup must be positive")},
+    "a negative frame rate": {"ppo_godot.py": (["--framerate", "-1"], "--framerate must be 0 (real time) or more")},
+    "several games from the editor": {"ppo_godot.py": (["--n-parallel", "2"], "needs --env-path: the editor runs one")},
+    "godot-rl's spelling of a flag": {"ppo_godot.py": (["--env_path", "game.x86_64"],
+                                                       "--env_path is godot-rl's spelling; here it is --env-path")},
 }
 BAD_INPUT_CASES = [(fault, script) for fault, by_script in BAD_INPUT.items() for script in by_script]
 
@@ -117,7 +126,9 @@ def other_script(script):
 CHECKPOINT_FAULTS = {  # fault: (make the file in a folder, for a script; what the line says)
     "no such file": (lambda folder, script: folder / "missing.pt", "no such checkpoint"),
     "a file that is not a checkpoint": (
-        lambda folder, script: write(folder / "notes.pt", b"these are my notes"), "is not a checkpoint"),
+        lambda folder, script: write(folder / "notes.pt", b"these are my notes"), "is not a checkpoint: give the .pt"),
+    "an ONNX export": (lambda folder, script: write(folder / "policy.onnx", b"\x08\x07\x12\x07pytorch"),
+                       "is not a checkpoint: give the .pt file that a training run of"),
     "a checkpoint of another script": (
         lambda folder, script: save(folder / "other.pt", {"script": other_script(script), "model": {},
                                                           "args": {}}),
@@ -143,7 +154,10 @@ def save(path, checkpoint):
 def test_bad_checkpoint(script, fault, flag, tmp_path):
     make, message = CHECKPOINT_FAULTS[fault]
     path = make(tmp_path, script)
-    assert_one_line_error(run_script(script, flag, str(path), cwd=tmp_path, check=False), message)
+    proc = run_script(script, flag, str(path), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert "weights_only" not in proc.stderr  # torch's advice, wrong for a file that is no checkpoint
+    assert ("not an ONNX export" in proc.stderr) == path.name.endswith(".onnx")
 
 
 EXPORT_FAULTS = {**CHECKPOINT_FAULTS, "a checkpoint from before checkpoints held the game's layouts": (
@@ -289,3 +303,50 @@ def test_readme_fault_table_names_real_tests():
     for test_file in Path(__file__).parent.glob("test_*.py"):
         defined |= set(re.findall(r"^def (test_\w+)", test_file.read_text(), flags=re.M))
     assert named <= defined, f"the fault table names tests that do not exist: {sorted(named - defined)}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Flags a user can find: defaults in --help, godot-rl's spellings, a budget below one rollout
+# ------------------------------------------------------------------------------------------------
+def options_in_help(script, tmp_path):
+    """{flag: its help text} of `script --help`."""
+    proc = run_script(script, "--help", cwd=tmp_path)
+    options = re.split(r"\n  (?=-)", proc.stdout.split("options:", 1)[1])
+    return {option.split()[0].rstrip(","): " ".join(option.split()) for option in options if option.strip()}
+
+
+@pytest.mark.parametrize("script", TRAINING + ["ppo_scratch_skeleton.py"])
+def test_help_shows_every_default(script, tmp_path):
+    options = options_in_help(script, tmp_path)
+    assert len(options) > 20 and "--total-timesteps" in options
+    missing = [flag for flag, text in options.items() if flag != "-h" and "(default:" not in text]
+    assert not missing, missing
+
+
+def test_godot_rl_spellings_are_named_with_ours(tmp_path, capsys):
+    ours = options_in_help("ppo_godot.py", tmp_path)
+    for theirs, here in ppo_godot.GODOT_RL_SPELLINGS.items():
+        assert here.split()[0].rstrip(",") in ours, here  # the flag named is one ppo_godot.py has
+        with pytest.raises(SystemExit) as stop:
+            ppo_godot.parse_args([theirs, "x"])
+        assert stop.value.code == 2
+        assert capsys.readouterr().err == f"ppo_godot.py: error: {theirs} is godot-rl's spelling; here it is {here}\n"
+
+
+@pytest.mark.parametrize("given, written", [("model", "model.onnx"), ("model.bin", "model.onnx"),
+                                            ("model.onnx", "model.onnx")])
+def test_an_onnx_export_path_gets_the_onnx_suffix_as_godot_rl_gives_it(given, written, tmp_path):
+    args = ppo_godot.parse_args(["--onnx-export-path", str(tmp_path / given)])
+    assert args.onnx_export_path == str(tmp_path / written)
+
+
+def test_a_budget_below_one_rollout_says_what_runs(capsys):
+    args = ppo.parse_args(["--total-timesteps", "100"])
+    assert args.num_iterations == 1
+    assert capsys.readouterr().out == ("ppo.py: note: --total-timesteps 100 is less than one rollout "
+                                       "(--num-envs x --num-steps = 512): one rollout runs\n")
+    args = ppo_godot.parse_args(["--total-timesteps", "100"])
+    ppo_godot.set_batch_sizes(args, fake_game(num_envs=4))
+    assert args.num_iterations == 1
+    assert capsys.readouterr().out == ("ppo_godot.py: note: --total-timesteps 100 is less than one rollout "
+                                       "(4 agents x --num-steps 64 = 256): one rollout runs\n")
