@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -67,6 +68,11 @@ def parse_args(argv=None):
     p.add_argument("--vf-coef", type=float, default=0.5, help="value loss weight")
     p.add_argument("--max-grad-norm", type=float, default=0.5, help="clip the global gradient norm")
     p.add_argument("--resume", default=None, help="an RLlib checkpoint folder to go on from")
+    p.add_argument("--save-model", default=True, type=lambda v: v.lower() in ("true", "yes", "1"), nargs="?",
+                   const=True, help="keep RLlib's checkpoint in {log_dir}/{run_name}/checkpoint: every "
+                                    "--checkpoint-minutes, at the end and at any stop; false: only at a stop")
+    p.add_argument("--checkpoint-minutes", type=float, default=5,
+                   help="minutes between two checkpoints while training (0: after every update)")
     # The games
     p.add_argument("--env-path", required=True, help="the exported game (a .x86_64 file on Linux)")
     p.add_argument("--num-env-runners", type=int, default=2, help="worker processes, one game each")
@@ -89,6 +95,8 @@ def parse_args(argv=None):
                  "update_epochs", "num_env_runners"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.checkpoint_minutes < 0:
+        p.error(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
     if args.train_batch_size % args.num_minibatches:
         p.error("--train-batch-size must be a multiple of --num-minibatches")
     cpus = args.num_cpus or os.cpu_count()
@@ -257,6 +265,18 @@ def log(writer, result, global_step, sps):
           f"SPS={sps}", flush=True)
 
 
+def save(algo, run_dir):
+    """RLlib's checkpoint, a folder, written beside the last one and swapped in: a kill during a save
+    leaves a whole checkpoint (`checkpoint`, or `checkpoint.new` when cut between the two renames)."""
+    path = os.path.abspath(os.path.join(run_dir, "checkpoint"))
+    algo.save(path + ".new")
+    if os.path.isdir(path):
+        os.rename(path, path + ".old")
+    os.rename(path + ".new", path)
+    shutil.rmtree(path + ".old", ignore_errors=True)
+    return path
+
+
 def stop_on_kill(signum, frame):
     raise SystemExit(128 + signum)  # 143, after the save below
 
@@ -283,11 +303,15 @@ def main(argv=None):
         if args.resume:
             algo.restore(os.path.abspath(args.resume))
         start_step = global_step = algo._counters["num_env_steps_sampled"]  # > 0 when resumed
-        start_time = time.time()
+        start_time = last_checkpoint = time.time()
         while global_step < args.total_timesteps:
             result = algo.train()
             global_step = result["num_env_steps_sampled_lifetime"]
             log(writer, result, global_step, int((global_step - start_step) / (time.time() - start_time)))
+            if args.save_model and time.time() - last_checkpoint >= 60 * args.checkpoint_minutes:
+                writer.flush()
+                print(f"checkpoint at global_step={global_step} saved to {save(algo, run_dir)}", flush=True)
+                last_checkpoint = time.time()
     except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C (130) or a kill (143)
         print("stopped: saving the model", file=sys.stderr)
         exit_code = e.code if isinstance(e, SystemExit) else 128 + signal.SIGINT
@@ -296,9 +320,8 @@ def main(argv=None):
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # let the save and the shutdown finish
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if algo is not None:  # no run loses what it has learned
-            checkpoint = algo.save(os.path.abspath(os.path.join(run_dir, "checkpoint")))
-            print(f"model saved to {checkpoint.checkpoint.path}")
+        if algo is not None and (args.save_model or exit_code):  # no run loses what it has learned
+            print(f"model saved to {save(algo, run_dir)}")
             algo.stop()  # each env runner closes its game
         writer.close()
         ray.shutdown()

@@ -70,9 +70,9 @@ def wait_until_gone(pattern, seconds=30):
     return pids(pattern)
 
 
-def start_training(kind, port, cwd):
+def start_training(kind, port, cwd, *extra):
     return subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE[kind], "--num-env-runners", "2",
-                             "--num-cpus", "2", "--port", str(port)], cwd=cwd, text=True, stdout=subprocess.PIPE,
+                             "--num-cpus", "2", "--port", str(port), *extra], cwd=cwd, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=as_from_a_terminal)
 
 
@@ -209,14 +209,19 @@ def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_p
 
 
 def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path):
-    """A kill (SIGTERM to the driver) after the second update: exit 143, the model and the log saved."""
+    """A kill (SIGTERM to the driver) after the second update: exit 143, the model and the log saved.
+    With --checkpoint-minutes 0, each update has saved a checkpoint before it."""
     ray_before = pids(RAY_PROCESSES)
-    proc = start_training("discrete", port, tmp_path)
+    proc = start_training("discrete", port, tmp_path, "--checkpoint-minutes", "0")
+    checkpoints = []
     for line in proc.stdout:
+        checkpoints += [line] if line.startswith("checkpoint at global_step=") else []
         if line.startswith("global_step=4096"):
             break
+    assert checkpoints == [f"checkpoint at global_step=2048 saved to {run_dirs(tmp_path)[0]}/checkpoint\n"]
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
     assert_stopped_and_saved(proc, stdout, stderr, 143, tmp_path)
+    assert [p.name for p in run_dirs(tmp_path)[0].iterdir() if "checkpoint" in p.name] == ["checkpoint"]
     assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
