@@ -37,10 +37,15 @@ def test_a_run_keeps_its_model_unless_told_not_to(script, in_tmp, monkeypatch, c
     assert "No model is saved (--save-model false)" in capsys.readouterr().out
 
 
-def test_checkpoint_minutes_0_saves_after_every_update(script, in_tmp, monkeypatch):
+def test_checkpoint_minutes_0_saves_after_every_update_and_changes_nothing_learned(script, in_tmp, monkeypatch):
     saves = count_saves(script, monkeypatch)
-    script.module.train(script.module.parse_args(script.short + ["--checkpoint-minutes", "0"]))
+    every_update = script.module.train(script.module.parse_args(script.short + ["--checkpoint-minutes", "0",
+                                                                                "--log-dir", "every_update"]))
     assert len(saves) == 4 + 1  # each of the 4 updates, then the end
+    at_the_end = script.module.train(script.module.parse_args(script.short + ["--log-dir", "at_the_end"]))
+    saved, reference = read_scalars(every_update), read_scalars(at_the_end)
+    assert saved.keys() == reference.keys()
+    assert all(saved[tag] == reference[tag] for tag in reference if tag != "charts/SPS")
 
 
 def test_a_resumed_run_saves_like_any_other(script, tmp_path, monkeypatch):
