@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 import warnings
 
 import cloudpickle
@@ -555,12 +556,13 @@ def parse_and_check(p, flag, argv):
                         "at the end and at any stop; false: only a run that stops early saves")
     p.add_argument("--checkpoint-minutes", type=float, default=5,
                    help="minutes between two checkpoints while training (0: after every update); a hard kill (kill "
-                        "-9, out of memory, power cut) loses at most this much")
+                        "-9, out of memory, power cut) loses at most this much and the update under way")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
                         f"{', '.join(RESUME_FLAGS)}); a resumed game starts new episodes")
     p.add_argument("--port", type=int, default=GodotEnv.DEFAULT_PORT, help="TCP port of the first game")
-    p.add_argument("--speedup", type=int, default=None, help="game time runs this many times faster; unset: the game's own")
+    p.add_argument("--speedup", type=int, default=None,
+                   help="game time runs this many times faster; unset: the game's own")
     p.add_argument("--framerate", type=int, default=60,
                    help="physics frames per game second (Godot's --fixed-fps), as fast as training goes; "
                         "0: real time")
@@ -577,11 +579,11 @@ def parse_and_check(p, flag, argv):
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
-    for given in argv:
-        if given.split("=")[0] in GODOT_RL_SPELLINGS:
-            fail(f"{given.split('=')[0]} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[given.split('=')[0]]}")
+    theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
+    if theirs:  # all of them in one line, not one per try
+        fail("; ".join(f"{flag} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[flag]}" for flag in theirs))
     args = p.parse_args(argv)
-    if args.checkpoint_minutes < 0:
+    if not args.checkpoint_minutes >= 0:  # nan too
         fail(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
     for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "torch_threads",
                  "n_parallel", "eval_episodes", "speedup", "action_repeat", "connect_timeout", "step_timeout"):
@@ -934,6 +936,8 @@ def save_checkpoint(path, args, agent, resume):
     try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
         torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
                     "resume": pickle.dumps(resume)}, path + ".tmp")
+        with open(path + ".tmp", "rb") as written:  # on the disk before the rename, so a power cut keeps a whole file
+            os.fsync(written.fileno())
     except RuntimeError:  # how torch reports a failed write
         with contextlib.suppress(OSError):
             os.remove(path + ".tmp")
@@ -952,9 +956,16 @@ def load_checkpoint(path):
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)  # runs no code from the file
     except FileNotFoundError:
         fail(f"no such checkpoint: {path!r}")
-    except Exception:  # an ONNX model, any other file: torch's own words would advise the wrong thing
-        fail(f"{path!r} is not a checkpoint: give the .pt file that a training run of {script} keeps in its "
-             f"log folder (runs/<run>/{script[:-3]}.pt)" + (", not an ONNX export" if path.endswith(".onnx") else ""))
+    except OSError as e:  # a folder, a file it may not read
+        fail(f"cannot read {path!r} ({e.strerror or e})")
+    except Exception as e:
+        if not zipfile.is_zipfile(path):  # torch saves zip files: this is another kind (an ONNX model, say)
+            onnx = ", not an ONNX export" if path.endswith(".onnx") else ""
+            fail(f"{path!r} is not a checkpoint: give the .pt file that a training run of {script} keeps in its "
+                 f"log folder (runs/<run>/{script[:-3]}.pt){onnx}")
+        lines = str(e).splitlines() or [type(e).__name__]  # torch's first line advises weights_only=False: not here
+        reason = next((line for line in lines if "WeightsUnpickler error" in line), lines[0])
+        fail(f"{path!r} cannot be read as a checkpoint of {script} ({reason.split('. Please')[0].strip()})")
     if not isinstance(checkpoint, dict) or "script" not in checkpoint:
         fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
     if checkpoint["script"] != script:

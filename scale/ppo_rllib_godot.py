@@ -47,6 +47,14 @@ def fail(message):
     sys.exit(2)
 
 
+def str2bool(value):
+    if value.lower() in ("true", "yes", "1"):
+        return True
+    if value.lower() in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -68,9 +76,9 @@ def parse_args(argv=None):
     p.add_argument("--vf-coef", type=float, default=0.5, help="value loss weight")
     p.add_argument("--max-grad-norm", type=float, default=0.5, help="clip the global gradient norm")
     p.add_argument("--resume", default=None, help="an RLlib checkpoint folder to go on from")
-    p.add_argument("--save-model", default=True, type=lambda v: v.lower() in ("true", "yes", "1"), nargs="?",
-                   const=True, help="keep RLlib's checkpoint in {log_dir}/{run_name}/checkpoint: every "
-                                    "--checkpoint-minutes, at the end and at any stop; false: only at a stop")
+    p.add_argument("--save-model", default=True, type=str2bool, nargs="?", const=True,
+                   help="keep RLlib's checkpoint in {log_dir}/{run_name}/checkpoint: every --checkpoint-minutes, "
+                        "at the end and at any stop; false: only at a stop")
     p.add_argument("--checkpoint-minutes", type=float, default=5,
                    help="minutes between two checkpoints while training (0: after every update)")
     # The games
@@ -95,7 +103,7 @@ def parse_args(argv=None):
                  "update_epochs", "num_env_runners"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.checkpoint_minutes < 0:
+    if not args.checkpoint_minutes >= 0:  # nan too
         p.error(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
     if args.train_batch_size % args.num_minibatches:
         p.error("--train-batch-size must be a multiple of --num-minibatches")
@@ -269,6 +277,8 @@ def save(algo, run_dir):
     """RLlib's checkpoint, a folder, written beside the last one and swapped in: a kill during a save
     leaves a whole checkpoint (`checkpoint`, or `checkpoint.new` when cut between the two renames)."""
     path = os.path.abspath(os.path.join(run_dir, "checkpoint"))
+    for left in (path + ".new", path + ".old"):  # what a save cut short by a stop left behind
+        shutil.rmtree(left, ignore_errors=True)
     algo.save(path + ".new")
     if os.path.isdir(path):
         os.rename(path, path + ".old")
@@ -320,8 +330,9 @@ def main(argv=None):
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # let the save and the shutdown finish
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if algo is not None and (args.save_model or exit_code):  # no run loses what it has learned
-            print(f"model saved to {save(algo, run_dir)}")
+        if algo is not None:
+            if args.save_model or exit_code:  # no run loses what it has learned
+                print(f"model saved to {save(algo, run_dir)}")
             algo.stop()  # each env runner closes its game
         writer.close()
         ray.shutdown()

@@ -62,15 +62,17 @@ def test_a_resumed_run_saves_like_any_other(script, tmp_path, monkeypatch):
 
 
 def start(script_file, *argv, cwd):
-    return subprocess.Popen([sys.executable, str(REPO / script_file), *argv], cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    """The script as a process, its output in a file (a game it starts inherits it, and outlives it)."""
+    with open(cwd / "output.txt", "w") as output:
+        return subprocess.Popen([sys.executable, str(REPO / script_file), *argv], cwd=cwd, stdout=output,
+                                stderr=subprocess.STDOUT)
 
 
 def kill_after_first_checkpoint(proc, checkpoint_glob, cwd):
     """SIGKILL the run as soon as a periodic checkpoint is on disk; the checkpoint's path."""
     deadline = time.monotonic() + 120
     while not list(cwd.glob(checkpoint_glob)):
-        assert proc.poll() is None, f"the run ended before its first checkpoint: {proc.stderr.read()[-2000:]}"
+        assert proc.poll() is None, f"the run ended before its first checkpoint: {(cwd / 'output.txt').read_text()}"
         assert time.monotonic() < deadline, "no checkpoint within 120 s"
         time.sleep(0.02)
     proc.kill()

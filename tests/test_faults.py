@@ -81,6 +81,8 @@ BAD_INPUT = {  # fault: {script: (argv, what the line says)}
                                                     "its folder does not exist")},
     "checkpoints at a negative interval": {s: (["--checkpoint-minutes", "-1"], "--checkpoint-minutes must be 0")
                                            for s in TRAINING},
+    "checkpoints at no interval": {s: (["--checkpoint-minutes", "nan"], "--checkpoint-minutes must be 0")
+                                   for s in TRAINING},
     "a game that never runs": {"ppo_godot.py": (["--speedup", "0"], "--speedup must be positive")},
     "a negative frame rate": {"ppo_godot.py": (["--framerate", "-1"], "--framerate must be 0 (real time) or more")},
     "several games from the editor": {"ppo_godot.py": (["--n-parallel", "2"], "needs --env-path: the editor runs one")},
@@ -127,6 +129,9 @@ CHECKPOINT_FAULTS = {  # fault: (make the file in a folder, for a script; what t
     "no such file": (lambda folder, script: folder / "missing.pt", "no such checkpoint"),
     "a file that is not a checkpoint": (
         lambda folder, script: write(folder / "notes.pt", b"these are my notes"), "is not a checkpoint: give the .pt"),
+    "a checkpoint that holds what weights_only refuses": (
+        lambda folder, script: save(folder / "hacked.pt", {"script": script, "args": {"data": Path("x")}}),
+        "cannot be read as a checkpoint of"),
     "an ONNX export": (lambda folder, script: write(folder / "policy.onnx", b"\x08\x07\x12\x07pytorch"),
                        "is not a checkpoint: give the .pt file that a training run of"),
     "a checkpoint of another script": (
@@ -331,6 +336,11 @@ def test_godot_rl_spellings_are_named_with_ours(tmp_path, capsys):
             ppo_godot.parse_args([theirs, "x"])
         assert stop.value.code == 2
         assert capsys.readouterr().err == f"ppo_godot.py: error: {theirs} is godot-rl's spelling; here it is {here}\n"
+    with pytest.raises(SystemExit):  # several at once: one line names them all
+        ppo_godot.parse_args(["--env_path", "game.x86_64", "--viz", "--timesteps=1000"])
+    assert capsys.readouterr().err == ("ppo_godot.py: error: --env_path is godot-rl's spelling; here it is --env-path; "
+                                       "--viz is godot-rl's spelling; here it is --show-window; --timesteps is "
+                                       "godot-rl's spelling; here it is --total-timesteps\n")
 
 
 @pytest.mark.parametrize("given, written", [("model", "model.onnx"), ("model.bin", "model.onnx"),

@@ -209,16 +209,17 @@ def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_p
 
 
 def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path):
-    """A kill (SIGTERM to the driver) after the second update: exit 143, the model and the log saved.
-    With --checkpoint-minutes 0, each update has saved a checkpoint before it."""
+    """A kill (SIGTERM to the driver) after the second update and its periodic checkpoint (with
+    --checkpoint-minutes 0, one after each update): exit 143, the model and the log saved."""
     ray_before = pids(RAY_PROCESSES)
     proc = start_training("discrete", port, tmp_path, "--checkpoint-minutes", "0")
     checkpoints = []
     for line in proc.stdout:
         checkpoints += [line] if line.startswith("checkpoint at global_step=") else []
-        if line.startswith("global_step=4096"):
+        if line.startswith("checkpoint at global_step=4096"):
             break
-    assert checkpoints == [f"checkpoint at global_step=2048 saved to {run_dirs(tmp_path)[0]}/checkpoint\n"]
+    assert checkpoints == [f"checkpoint at global_step={step} saved to {run_dirs(tmp_path)[0]}/checkpoint\n"
+                           for step in (2048, 4096)]
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
     assert_stopped_and_saved(proc, stdout, stderr, 143, tmp_path)
