@@ -287,8 +287,21 @@ def save(algo, run_dir):
     return path
 
 
+STOP_SIGNALS = []  # the signals that stopped the run
+
+
 def stop_on_kill(signum, frame):
-    raise SystemExit(128 + signum)  # 143, after the save below
+    """A kill stops the run as Ctrl-C does, raised as KeyboardInterrupt: Ray passes that on unchanged
+    from inside its waits (ray.get), while a SystemExit raised there comes out as SystemExit(1)."""
+    STOP_SIGNALS.append(signum)
+    raise KeyboardInterrupt
+
+
+def stop_code(e):
+    """The exit code of a run that e stopped: 128 + the signal (130 Ctrl-C, 143 kill), else SystemExit's."""
+    if STOP_SIGNALS:
+        return 128 + STOP_SIGNALS[0]
+    return e.code if isinstance(e, SystemExit) else 128 + signal.SIGINT
 
 
 def main(argv=None):
@@ -324,7 +337,7 @@ def main(argv=None):
                 last_checkpoint = time.time()
     except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C (130) or a kill (143)
         print("stopped: saving the model", file=sys.stderr)
-        exit_code = e.code if isinstance(e, SystemExit) else 128 + signal.SIGINT
+        exit_code = stop_code(e)
     except Exception as e:  # a game or a worker failed: Ray's message ends with the cause
         exit_code = "error: " + (str(e).strip().splitlines() or [type(e).__name__])[-1]
     finally:

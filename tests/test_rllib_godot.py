@@ -208,6 +208,39 @@ def test_a_game_that_never_connects_ends_the_run_in_one_line(rllib_script, tmp_p
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
 
+KILLED_WHILE_RAY_WAITS = """
+import signal, sys, time
+import ray
+sys.path.insert(0, "scale")
+import ppo_rllib_godot as script
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+signal.signal(signal.SIGTERM, script.stop_on_kill)
+slow = ray.remote(lambda: time.sleep(60))
+print("waiting", flush=True)
+try:
+    ray.get(slow.remote())
+except (KeyboardInterrupt, SystemExit) as e:
+    code = script.stop_code(e)
+ray.shutdown()
+sys.exit(code)
+"""
+
+
+def test_a_kill_while_the_driver_waits_inside_ray_exits_143(rllib_script, tmp_path):
+    """The cause of a kill that once exited 1: a SystemExit raised by the SIGTERM handler while the
+    driver blocks in ray.get comes out of Ray as SystemExit(1) (its check_signals turns it into an
+    'unexpected system exit'). Here the driver surely waits inside Ray when the kill comes."""
+    ray_before = pids(RAY_PROCESSES)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WHILE_RAY_WAITS], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout.readline() == "waiting\n", proc.stderr.read()
+    time.sleep(2)  # inside ray.get
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
 def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path):
     """A kill (SIGTERM to the driver) after the second update and its periodic checkpoint (with
     --checkpoint-minutes 0, one after each update): exit 143, the model and the log saved."""
