@@ -436,6 +436,7 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy
     load_weights(agent, checkpoint, checkpoint_path)
 
     episodic_returns = []
+    torch.manual_seed(seed)  # the sampled actions repeat for the same seed
     obs, _ = envs.reset(seed=seed)
     while len(episodic_returns) < eval_episodes:
         with torch.inference_mode():

@@ -501,6 +501,7 @@ def evaluate(args, greedy=True):
         rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
         episodes_done = np.zeros(envs.num_envs, dtype=int)
         episodic_returns = []
+        torch.manual_seed(args.seed)  # the sampled actions repeat for the same seed
         obs, _ = envs.reset(seed=args.seed)
         while episodes_done.min() < rounds:
             with torch.inference_mode():

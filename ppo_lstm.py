@@ -524,6 +524,7 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy
     load_weights(agent, checkpoint, checkpoint_path)
 
     episodic_returns = []
+    torch.manual_seed(seed)  # the sampled actions repeat for the same seed
     obs, _ = envs.reset(seed=seed)
     lstm_state, done = agent.initial_state(1), np.zeros(1, dtype=bool)  # the memory of the episode under way
     while len(episodic_returns) < eval_episodes:

@@ -369,6 +369,13 @@ def test_save_load_evaluate_round_trip(short_run):
     assert len(script.evaluate(checkpoint, eval_episodes=2, seed=5)) >= 2
 
 
+def test_sampled_evaluation_repeats_for_the_same_seed(short_run):
+    script, _, run_dir, _ = short_run
+    checkpoint = run_dir / f"{script.module.__name__}.pt"
+    first, second = (script.evaluate(checkpoint, eval_episodes=3, seed=5, greedy=False) for _ in range(2))
+    assert len(first) >= 3 and first == second
+
+
 def test_evaluation_acts_with_the_saved_weights(short_run, monkeypatch):
     script, _, run_dir, _ = short_run
     checkpoint = run_dir / f"{script.module.__name__}.pt"
