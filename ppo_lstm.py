@@ -615,7 +615,13 @@ def resumed_args(args, argv):
         fail(f"--resume continues a run with the flags it started with; it takes no "
              f"{' '.join(sorted(given - set(RESUME_FLAGS)))} (only {' '.join(RESUME_FLAGS)})")
     checkpoint = load_checkpoint(args.resume)
-    resumed = argparse.Namespace(**checkpoint["args"])
+    added = [name for name in vars(args) if name not in checkpoint["args"] and name not in
+             ("resume", "save_model", "checkpoint_minutes")]  # flags added to the script since the run was saved
+    if added:
+        print("resume: the run was saved before " + ", ".join(f"--{name.replace('_', '-')}" for name in added)
+              + " existed; it goes on with " + ", ".join(f"--{name.replace('_', '-')} {getattr(args, name)}"
+                                                          for name in added))
+    resumed = argparse.Namespace(**{**vars(args), **checkpoint["args"]})
     resumed.resume = args.resume
     for flag in given:
         name = flag[2:].replace("-", "_")
@@ -719,6 +725,7 @@ class Run:
         self.name = os.path.basename(os.path.abspath(self.dir))
         self.model_path = f"{self.dir}/{args.exp_name}.pt"
         self.writer, self.boundary, self.stop_requested = None, None, []
+        self.kept = None  # how far the checkpoint on disk resumes (resumes_to), once this run wrote or resumed it
 
     @contextlib.contextmanager
     def guard(self, envs, agent, optimizer):
@@ -784,6 +791,7 @@ class Run:
         if args.resume:
             checkpoint = load_checkpoint(args.resume)
             saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
+            self.kept = resumes_to(saved)
             iteration, global_step = saved["iteration"], saved["global_step"]
             load_weights(self.agent, checkpoint, args.resume)
             self.optimizer.load_state_dict(saved["optimizer"])
@@ -860,7 +868,11 @@ class Run:
                       "next_obs": self.next_obs, "next_done": self.next_done, "next_lstm_state": self.next_lstm_state}
             if exact:
                 resume["envs"] = {**get_env_state(self.envs), **self.save_episodes()}
+        if self.kept is not None and (resume is None or resumes_to(resume) < self.kept):
+            return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept[0]}"
+                    f"{' with its episodes' if self.kept[1] else ''}, more than this stop could save")
         kept = save_checkpoint(self.model_path, self.args, self.agent, resume, self.envs)
+        self.kept = resumes_to(resume)
         unsaved = unsaved_tensors(self.agent)
         if unsaved:
             kept += (f". Not saved: {', '.join(unsaved)} (tensors kept on the agent, not registered with "
@@ -888,6 +900,11 @@ class Run:
         vector_env.envs = pickle.loads(state["sub_envs"])
         vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
         return True
+
+
+def resumes_to(resume):
+    """(global_step, episodes too) of a checkpoint's resume state, or None: what a later save must not undo."""
+    return None if resume is None else (resume["global_step"], "sub_envs" in resume["envs"])
 
 
 def unsaved_tensors(agent):

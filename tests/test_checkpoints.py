@@ -120,3 +120,51 @@ def test_a_game_run_killed_after_a_periodic_checkpoint_resumes_from_it(tmp_path,
     steps = [step for step, _ in returns]
     assert steps == sorted(set(steps))  # nothing twice: the killed life's steps after the checkpoint are gone
     assert steps[-1] == saved_step + 2048 and saved_step in steps
+
+
+def test_a_run_saved_before_a_flag_existed_resumes_with_its_default(script, tmp_path, monkeypatch, capsys):
+    """A student adds a flag, then resumes a run saved before it: the flag's default, said in one line."""
+    assert train_in(tmp_path, script, script.short, monkeypatch) is None
+    checkpoint = run_dirs(tmp_path)[0] / f"{script.module.__name__}.pt"
+    saved = torch.load(checkpoint)
+    del saved["args"]["norm_adv"]  # as if --norm-adv were added since
+    torch.save(saved, checkpoint)
+    capsys.readouterr()
+    resume(tmp_path, script, ["--total-timesteps", "2048"], monkeypatch)
+    assert ("resume: the run was saved before --norm-adv existed; it goes on with --norm-adv True"
+            in capsys.readouterr().out.splitlines())
+    assert torch.load(checkpoint)["args"]["norm_adv"] is True
+
+
+def crash_in_the_rollout(*args):
+    raise RuntimeError("a bug in a hack")
+
+
+def crash_inside_the_update(args, agent, optimizer, *rest):
+    optimizer.step()  # the weights are now between two boundaries
+    raise RuntimeError("a bug in a hack")
+
+
+@pytest.mark.parametrize("crash", [crash_in_the_rollout, crash_inside_the_update], ids=["rollout", "update"])
+def test_a_crash_in_a_resumed_run_keeps_the_checkpoint_it_started_from(script, crash, tmp_path, monkeypatch,
+                                                                        capsys):
+    """A crash before the resumed run's first boundary would save less than the checkpoint it started
+    from (its episodes, or anything resumable at all): that checkpoint stays as it was."""
+    compute_gae = script.module.compute_gae
+    signal_at_gae(script, monkeypatch, on_call=2)
+    assert train_in(tmp_path, script, script.short, monkeypatch) == 130  # Ctrl-C: saved exactly
+    monkeypatch.setattr(script.module, "compute_gae", compute_gae)
+    checkpoint = run_dirs(tmp_path)[0] / f"{script.module.__name__}.pt"
+    before = checkpoint.read_bytes()
+    started_from = script.module.resumes_to(pickle.loads(torch.load(checkpoint)["resume"]))
+
+    patched = "collect_rollout" if crash is crash_in_the_rollout else "ppo_update"
+    monkeypatch.setattr(script.module, patched, crash)
+    with pytest.raises(RuntimeError, match="a bug in a hack"):
+        script.module.train(script.module.parse_args(["--resume", str(checkpoint)]))
+    stderr = capsys.readouterr().err
+    if started_from[1] or crash is crash_inside_the_update:  # a save would lose the episodes, or all of it
+        assert f"{checkpoint.relative_to(tmp_path)} is kept as it was: it resumes from global_step=" in stderr
+        assert checkpoint.read_bytes() == before
+    else:  # ppo_godot.py: a game's episodes are never saved, so the boundary is saved again as it was
+        assert script.module.resumes_to(pickle.loads(torch.load(checkpoint)["resume"])) == started_from
