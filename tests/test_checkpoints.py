@@ -4,10 +4,12 @@ a run killed with SIGKILL (nothing runs on its way out) and resumed from its las
 logs what a run never killed logs, step for step."""
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -168,3 +170,44 @@ def test_a_crash_in_a_resumed_run_keeps_the_checkpoint_it_started_from(script, c
         assert checkpoint.read_bytes() == before
     else:  # ppo_godot.py: a game's episodes are never saved, so the boundary is saved again as it was
         assert script.module.resumes_to(pickle.loads(torch.load(checkpoint)["resume"])) == started_from
+
+
+def test_a_save_cut_short_leaves_the_last_checkpoint_whole(script, in_tmp, monkeypatch):
+    """A checkpoint is written whole or not at all: a save that fails half-way (a full disk) leaves the
+    last good checkpoint where it was, whole, and the run ends in one line."""
+    saves = []
+    torch_save = torch.save
+
+    def failing_from_the_third(obj, path, *rest, **kwargs):
+        if isinstance(path, str):  # a checkpoint (torch.save also serves copies in memory)
+            saves.append(path)
+        if len(saves) < 3 or not isinstance(path, str):
+            return torch_save(obj, path, *rest, **kwargs)
+        with open(path, "wb") as half:  # what a write cut short leaves
+            half.write(b"PK\x03\x04" + b"\0" * 100)
+        raise RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")
+
+    monkeypatch.setattr(script.module.torch, "save", failing_from_the_third)
+    with pytest.raises(SystemExit) as stop:
+        script.module.train(script.module.parse_args(script.short + ["--checkpoint-minutes", "0"]))
+    assert stop.value.code == 2
+    monkeypatch.undo()
+    (checkpoint,) = in_tmp.glob(f"runs/*/{script.module.__name__}.pt")
+    assert pickle.loads(torch.load(checkpoint)["resume"])["iteration"] == 2  # the second save, whole
+
+
+def test_the_end_of_run_line_names_the_run_s_log_folder(script, in_tmp, capsys):
+    """The Done line names the folder the run really logged to, in the --log-dir given, for a new run
+    and for a resumed one, and the checkpoint in it."""
+    for argv in (script.short + ["--log-dir", "elsewhere/logs"], None):
+        if argv is None:  # the same run, resumed for longer
+            argv = ["--resume", str(checkpoint), "--total-timesteps", "2048"]
+        script.module.train(script.module.parse_args(argv))
+        done = capsys.readouterr().out.splitlines()[-1]
+        logs, logdir, checkpoint = re.fullmatch(
+            r"Done\. The logs are in (\S+): watch them with `tensorboard --logdir (\S+)`\. The state at "
+            r"global_step=\d+ is saved to (\S+) \(continue it with --resume \S+\)", done).groups()
+        (run_dir,) = (in_tmp / "elsewhere" / "logs").iterdir()
+        assert Path(logs).resolve() == Path(logdir).resolve() == run_dir.resolve()
+        assert any(run_dir.glob("events.out.tfevents.*"))
+        assert Path(checkpoint).resolve() == (run_dir / f"{script.module.__name__}.pt").resolve()

@@ -161,6 +161,24 @@ def test_a_time_out_is_truncated_and_a_reached_target_terminated(port):
         envs.close()
 
 
+def test_every_episode_s_length_counts_its_actions_only(port):
+    """charts/episodic_length of every episode, not only of each agent's first: the autoreset step after
+    an episode's end belongs to no episode. Standing still, each episode is a time-out of 100 actions."""
+    args = ppo_godot.parse_args(["--env-path", GAME["discrete"], "--port", str(port)])
+    envs = ppo_godot.GodotVecEnv(args)
+    try:
+        envs.reset()
+        stay = np.zeros((envs.num_envs, 1), dtype=np.int64)
+        lengths = []
+        for _ in range(3 * 101):  # three episodes of 100 actions, each followed by its autoreset step
+            _, _, _, _, infos = envs.step(stay)
+            if "episode" in infos:
+                lengths.extend(infos["episode"]["l"][infos["_episode"]].tolist())
+        assert lengths == [100] * (3 * envs.num_envs)
+    finally:
+        envs.close()
+
+
 @pytest.mark.parametrize("fault", ["kill", "freeze"])
 def test_game_dying_or_freezing_ends_the_run_cleanly(fault, port, tmp_path):
     proc = start("--env-path", GAME["discrete"], "--port", str(port), "--total-timesteps", "10000000",

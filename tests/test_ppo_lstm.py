@@ -223,3 +223,70 @@ def test_cartpole_without_velocities_is_cartpole_observed_in_part():
         np.testing.assert_array_equal(obs, obs_full[[0, 2]])
         assert (reward, terminated) == (reward_full, terminated_full)
         assert partial.observation_space.contains(obs)
+
+
+# ------------------------------------------------------------------------------------------------
+# The update beyond the replay: the bootstrap value, value clipping, explained variance
+# ------------------------------------------------------------------------------------------------
+def test_the_bootstrap_value_is_v_of_next_obs_from_the_rollout_s_last_state(in_tmp, monkeypatch):
+    """V(s_T), which the last row of each env bootstraps from, is V(next_obs) given the LSTM state the
+    rollout ended with: not a zero state, nor the state the rollout started from."""
+    seen = []
+    collect_rollout, compute_gae = ppo_lstm.collect_rollout, ppo_lstm.compute_gae
+
+    def recording_rollout(envs, agent, *rest):
+        next_obs, next_done, next_lstm_state, global_step = collect_rollout(envs, agent, *rest)
+        obs = torch.as_tensor(next_obs, dtype=torch.float32)
+        with torch.no_grad():
+            seen.append([agent.get_value(obs, next_lstm_state).flatten().numpy(),
+                         agent.get_value(obs, agent.initial_state(len(obs))).flatten().numpy()])
+        return next_obs, next_done, next_lstm_state, global_step
+
+    def recording_gae(rewards, values, terminations, truncations, next_value, *rest):
+        seen[-1].append(next_value)
+        return compute_gae(rewards, values, terminations, truncations, next_value, *rest)
+
+    monkeypatch.setattr(ppo_lstm, "collect_rollout", recording_rollout)
+    monkeypatch.setattr(ppo_lstm, "compute_gae", recording_gae)
+    ppo_lstm.train(ppo_lstm.parse_args(SHORT))
+    assert len(seen) == 4
+    for from_the_last_state, from_a_zero_state, next_value in seen:
+        np.testing.assert_allclose(next_value, from_the_last_state, rtol=1e-6)
+        assert not np.allclose(from_a_zero_state, from_the_last_state)  # the state matters
+
+
+def one_update(agent, storage, values, returns, *flags):
+    args = ppo_lstm.parse_args(["--num-envs", "4", "--num-steps", "64", "--num-minibatches", "1",
+                                "--update-epochs", "1", *flags])
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate)
+    return ppo_lstm.ppo_update(args, agent, optimizer, storage, storage.logprobs, values,
+                               np.zeros_like(values), returns, "cpu")
+
+
+def test_value_clipping_is_around_the_rollout_s_values(monkeypatch):
+    """L^VF's clipped term keeps the new V within clip_coef of the V(s_t) the rollout kept. The rollout
+    valued every row 0.5, the targets are 1.5, and the network now predicts 1.5: the unclipped error is
+    0, the clipped V is 0.5 + 0.2, so the loss is 0.5 x (0.7 - 1.5)^2 = 0.32."""
+    agent, storage = small_rollout()
+    storage.values[:] = 0.5
+    evaluate_actions = ppo_lstm.Agent.evaluate_actions
+
+    def predicting_the_targets(self, *args):
+        newlogprob, entropy, newvalue = evaluate_actions(self, *args)
+        return newlogprob, entropy, newvalue * 0 + 1.5
+
+    monkeypatch.setattr(ppo_lstm.Agent, "evaluate_actions", predicting_the_targets)
+    stats = one_update(agent, storage, storage.values, storage.values + 1.0)
+    assert stats["losses/value_loss"] == pytest.approx(0.32)
+    stats = one_update(agent, storage, storage.values, storage.values + 1.0, "--clip-vloss", "false")
+    assert stats["losses/value_loss"] == pytest.approx(0.0)
+
+
+def test_explained_variance_is_over_the_real_transitions_only():
+    """V predicted every real transition's return exactly; the autoreset rows, which are no
+    transitions, carry targets far off: the logged explained variance is 1."""
+    agent, storage = small_rollout()
+    assert not storage.is_transition.all()
+    values = np.random.default_rng(0).normal(size=storage.values.shape).astype(np.float32)
+    returns = np.where(storage.is_transition, values, values + 100.0).astype(np.float32)
+    assert one_update(agent, storage, values, returns)["losses/explained_variance"] == pytest.approx(1.0)
