@@ -406,7 +406,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
             pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
             pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-            # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
+            # ALGO: L^VF = 0.5 (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
             newvalue = newvalue.flatten()
             mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
             if args.clip_vloss:
@@ -465,7 +465,8 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agent, optimizer):
-        next_obs, next_done, global_step = run.start()  # new episodes, or those --resume saved
+        # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
+        next_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly from --learning-rate to 0
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate

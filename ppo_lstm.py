@@ -331,13 +331,14 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, next_lstm_state, 
 # ================================================================================================
 # 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
 # ================================================================================================
-def rollout_logprobs_and_values(agent, storage, next_obs, next_lstm_state, device):
-    """log pi_old(a_t|h_t) and V(h_t) of every row, which the rollout kept, and V(next_obs). ppo.py
-    computes them in one forward after the rollout; here the rollout had to step the LSTM anyway.
+def bootstrap_value(agent, next_obs, next_lstm_state, device):
+    """V(next_obs), given the LSTM state the rollout ended with: the value the last row of each env
+    bootstraps from. log pi_old(a_t|h_t) and V(h_t) of every row the rollout kept as it stepped the
+    LSTM (ppo.py computes them in one forward after the rollout, in rollout_logprobs_and_values).
     (From here on, s_t in an equation stands for what the policy sees: h_t.)"""
     with torch.no_grad():
         next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
-    return storage.logprobs, storage.values, next_value.flatten().cpu().numpy()
+    return next_value.flatten().cpu().numpy()
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -420,7 +421,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
             pg_loss2 = -mb_advantages * torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
             pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-            # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
+            # ALGO: L^VF = 0.5 (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
             newvalue = newvalue.flatten()
             mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
             if args.clip_vloss:
@@ -479,15 +480,17 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agent, optimizer):
-        next_obs, next_done, next_lstm_state, global_step = run.start()  # new episodes, or those --resume saved
+        next_lstm_state = agent.initial_state(args.num_envs)  # (h_0, c_0) = 0; --resume: the saved state
+        # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
+        next_obs, next_done, next_lstm_state, global_step = run.start(next_lstm_state)
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly from --learning-rate to 0
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             next_obs, next_done, next_lstm_state, global_step = collect_rollout(
                 envs, agent, storage, next_obs, next_done, next_lstm_state, global_step, run.writer, device)
-            logprobs, values, next_value = rollout_logprobs_and_values(
-                agent, storage, next_obs, next_lstm_state, device)
+            logprobs, values = storage.logprobs, storage.values  # log pi_old and V(s_t), kept by the rollout
+            next_value = bootstrap_value(agent, next_obs, next_lstm_state, device)
             terminations = storage.terminations
             if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
                 terminations = np.maximum(storage.terminations, storage.truncations)
@@ -780,13 +783,12 @@ class Run:
         if len(self.stop_requested) == 2:
             raise KeyboardInterrupt
 
-    def start(self):
-        """(next_obs, next_done, next_lstm_state, global_step) to start from: new episodes, or for --resume
-        the saved run's weights, optimizer, random generators and, where they were saved, episodes and
-        the LSTM's memory of them."""
+    def start(self, next_lstm_state):
+        """(next_obs, next_done, next_lstm_state, global_step) to start from: new episodes from the given
+        LSTM state, or for --resume the saved run's weights, optimizer, random generators and, where
+        they were saved, episodes and the LSTM's memory of them."""
         args, iteration, global_step = self.args, 0, 0
         next_done = np.zeros(args.num_envs, dtype=bool)
-        next_lstm_state = self.agent.initial_state(args.num_envs)
         saved = None
         if args.resume:
             checkpoint = load_checkpoint(args.resume)

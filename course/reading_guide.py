@@ -32,8 +32,9 @@ TOPICS = {
     "the rollout and next-step autoreset": {s: ["def collect_rollout("] for s in SCRIPTS},
     "the LSTM state: carried step to step, zero where an episode starts": {
         "ppo_lstm.py": ["def initial_state(", "def memory(", "def forget(",
-                        "storage.initial_lstm_state = next_lstm_state"]},
-    "GAE, delta_t and A_t": {s: ["def rollout_logprobs_and_values(", "def compute_gae("] for s in SCRIPTS},
+                        "next_lstm_state = agent.initial_state(args.num_envs)"]},
+    "GAE, delta_t and A_t": {**{s: ["def rollout_logprobs_and_values(", "def compute_gae("] for s in SCRIPTS},
+                             "ppo_lstm.py": ["def bootstrap_value(", "def compute_gae("]},
     "minibatches of whole env sequences": {"ppo_lstm.py": ["def sequence_minibatches("]},
     "the update's replay of each sequence through the LSTM": {"ppo_lstm.py": ["def replay("]},
     "the ratio r_t": {**{s: ["logratio = newlogprob"] for s in TRAINING},
