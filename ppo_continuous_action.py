@@ -606,6 +606,30 @@ def set_env_state(envs, state):
          reward_normalizer.autoreset) = state["reward_stats"]
 
 
+def save_episodes(envs):
+    """The sub-envs, pickled, and which of them reset on the next step; empty when they cannot be
+    saved. cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs (MuJoCo,
+    Box2D) pickle as freshly made ones: their state cannot be saved."""
+    vector_env = envs.unwrapped
+    if any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
+        return {}
+    with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
+        return {"sub_envs": cloudpickle.dumps(vector_env.envs), "autoreset": vector_env._autoreset_envs.copy()}
+    return {}
+
+
+def restore_episodes(envs, state):
+    """Put back the sub-envs save_episodes saved; False when there are none."""
+    if state.get("sub_envs") is None:
+        return False
+    vector_env = envs.unwrapped
+    for env in vector_env.envs:
+        env.close()
+    vector_env.envs = pickle.loads(state["sub_envs"])
+    vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
+    return True
+
+
 class Run:
     """What keeps a run safe, around train()'s loop: the log folder and TensorBoard writer, --resume,
     checkpoints, Ctrl-C and kill, faults. Whatever a hack adds as a module of Agent, or to the
@@ -703,7 +727,7 @@ class Run:
             unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
             if unsaved:
                 print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
-        if saved is not None and self.restore_episodes(saved["envs"]):
+        if saved is not None and restore_episodes(self.envs, saved["envs"]):
             next_obs, next_done = saved["next_obs"], saved["next_done"]
         else:
             if args.resume:
@@ -765,7 +789,7 @@ class Run:
             resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
                       "next_obs": self.next_obs, "next_done": self.next_done}
             if exact:
-                resume["envs"] = {**get_env_state(self.envs), **self.save_episodes()}
+                resume["envs"] = {**get_env_state(self.envs), **save_episodes(self.envs)}
         if self.kept is not None and (resume is None or resumes_to(resume) < self.kept):
             return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept[0]}"
                     f"{' with its episodes' if self.kept[1] else ''}, more than this stop could save")
@@ -777,27 +801,6 @@ class Run:
                      f"register_buffer or nn.Parameter): a resumed run starts them anew")
         return kept
 
-    def save_episodes(self):
-        """The sub-envs, pickled, and which of them reset on the next step; empty when they cannot
-        be saved. cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs
-        (MuJoCo, Box2D) pickle as freshly made ones: their state cannot be saved."""
-        vector_env = self.envs.unwrapped
-        if any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
-            return {}
-        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
-            return {"sub_envs": cloudpickle.dumps(vector_env.envs), "autoreset": vector_env._autoreset_envs.copy()}
-        return {}
-
-    def restore_episodes(self, state):
-        """Put back the sub-envs save_episodes saved; False when there are none."""
-        if state.get("sub_envs") is None:
-            return False
-        vector_env = self.envs.unwrapped
-        for env in vector_env.envs:
-            env.close()
-        vector_env.envs = pickle.loads(state["sub_envs"])
-        vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
-        return True
 
 
 def resumes_to(resume):

@@ -36,7 +36,6 @@ import time
 import zipfile
 import warnings
 
-import cloudpickle
 import gymnasium as gym
 import numpy as np
 import torch
@@ -113,6 +112,7 @@ class GodotVecEnv:
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
+        self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
         space = self.games[0].observation_space
         self.obs_keys = sorted(space.spaces)  # each agent's observation: these keys' values, concatenated
@@ -131,19 +131,18 @@ class GodotVecEnv:
         self.num_envs = sum(game.num_envs for game in self.games)
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
-        # --norm-reward: the running variance of the discounted return G_t = r_t + gamma G_{t-1}
-        self.norm_reward, self.gamma = args.norm_reward, args.gamma
-        self.return_rms = RunningMeanStd(shape=())
-        self.discounted_return = np.zeros(self.num_envs)
 
     def observations(self, replies):
         return np.array([np.concatenate([agent[k] for k in self.obs_keys])
                          for reply in replies for agent in reply["obs"]], dtype=np.float32)
 
     def reset(self, seed=None):
-        self.discounted_return[:] = 0.0
-        for game in self.games:
-            game._send_as_json({"type": "reset"})
+        """The first observations of new episodes in every game. Game i started with seed --seed + i
+        (--env_seed); another seed (a resumed run's) goes to it as seed + i in the reset message, which
+        the demo game reads and a game made with the plugin ignores: Godot RL Agents' protocol has none."""
+        for i, game in enumerate(self.games):
+            reseed = seed is not None and seed != self.seed
+            game._send_as_json({"type": "reset", "seed": seed + i} if reseed else {"type": "reset"})
         replies = [receive(game, self.step_timeout) for game in self.games]
         check_obs_keys(self.games, replies, self.obs_keys)  # section 9
         return self.observations(replies), {}
@@ -165,7 +164,7 @@ class GodotVecEnv:
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
         truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
 
-        self.episode_returns += reward  # logged as the game gave them, whatever --norm-reward does
+        self.episode_returns += reward  # the game's own rewards: --norm-reward scales them after this
         self.episode_lengths += ~autoreset  # an autoreset step is not part of any episode
         infos = {"autoreset": autoreset}
         if done.any():
@@ -173,21 +172,46 @@ class GodotVecEnv:
                                       "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
             self.episode_returns[done] = 0.0
             self.episode_lengths[done] = 0
-        if self.norm_reward:  # r_t / std(G), G restarted at every episode end; autoreset steps left out
-            self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
-            if not autoreset.all():
-                self.return_rms.update(self.discounted_return[~autoreset])
-            reward = np.clip(reward / np.sqrt(self.return_rms.var + 1e-8), -10, 10).astype(np.float32)
-            self.discounted_return[done] = 0.0
         return self.observations(replies), reward, done & ~truncated, truncated, infos
 
     def close(self):
         close_games(self)  # section 9: each game told, and its process ended
 
 
-def make_envs(args, run_name):
+def make_envs(args):
     with game_errors("the games connected"):  # section 9: a game that fails to start or connect: one line
-        return GodotVecEnv(args)
+        envs = GodotVecEnv(args)
+    if args.norm_reward:  # one running statistic shared by all agents
+        envs = NormalizeReward(envs, gamma=args.gamma)
+    return envs
+
+
+class NormalizeReward:
+    """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, clipped to
+    +-10: the siblings' NormalizeReward, for the games' vector env. G restarts at every episode end,
+    and an autoreset step (no transition) is left out. The logged returns stay the game's own."""
+
+    def __init__(self, envs, gamma):
+        self.env, self.gamma = envs, gamma
+        self.return_rms = RunningMeanStd(shape=())
+        self.discounted_return = np.zeros(envs.num_envs)
+
+    def __getattr__(self, name):  # the rest is the games' vector env's
+        return getattr(self.env, name)
+
+    def reset(self, **kwargs):
+        self.discounted_return[:] = 0.0
+        return self.env.reset(**kwargs)
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, infos = self.env.step(actions)
+        autoreset = infos["autoreset"]
+        self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
+        if not autoreset.all():
+            self.return_rms.update(self.discounted_return[~autoreset])
+        reward = np.clip(reward / np.sqrt(self.return_rms.var + 1e-8), -10, 10).astype(np.float32)
+        self.discounted_return[terminated | truncated] = 0.0
+        return obs, reward, terminated, truncated, infos
 
 
 # ================================================================================================
@@ -456,8 +480,11 @@ def train(args):
     device = torch.device("cuda" if args.cuda else "cpu")
 
     run = GameRun(args)  # section 9: the log folder (a new one, or the resumed run's), checkpoints, stops
-    envs = make_envs(args, run.name)
-    set_batch_sizes(args, envs)  # section 9: the game decides how many agents (envs), so the batch
+    envs = make_envs(args)
+    args.num_envs = envs.num_envs  # the game decides how many agents (envs) there are
+    args.batch_size = args.num_envs * args.num_steps  # rows per rollout
+    args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
+    check_game(args, envs)  # section 9: the batch splits into minibatches; the layouts an export needs
     agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads).to(device)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
@@ -495,7 +522,7 @@ def evaluate(args, greedy=True):
     agent's first episodes count, as many from each (counting the first to end would favour short ones)."""
     checkpoint = load_checkpoint(args.eval_checkpoint)
     policy_name = "greedy" if greedy else "sampled"
-    envs = make_envs(args, run_name=None)
+    envs = make_envs(args)
     with game_errors("the policy played"), contextlib.closing(envs):  # section 9: one line for a game that fails
         agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads)
         load_weights(agent, checkpoint, args.eval_checkpoint)
@@ -611,16 +638,15 @@ def parse_and_check(p, flag, argv):
     return resumed_args(args, argv) if args.resume else args
 
 
-def set_batch_sizes(args, envs):
-    """The game decides how many agents (envs) there are, and what each observes and does; the
-    batch follows from it. The layouts go into the checkpoint, for an ONNX export without a game."""
-    args.num_envs = envs.num_envs
+def check_game(args, envs):
+    """What the game decided, checked once it is up: the batch (its agents x --num-steps) must split
+    into minibatches, and the observation keys must not clash with the ONNX model's own names. The
+    layouts go into the checkpoint, for an ONNX export without a game."""
     args.obs_layout = list(zip(envs.obs_keys, envs.obs_sizes))
     args.action_heads = envs.action_heads
     if args.onnx_export_path and onnx_name_clash(envs.obs_keys):  # found now, not after training
         envs.close()
         fail(onnx_name_clash(envs.obs_keys))
-    args.batch_size = args.num_envs * args.num_steps
     problem = minibatch_problem(args.batch_size, args.num_minibatches,
                                 f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
     if problem:
@@ -629,7 +655,6 @@ def set_batch_sizes(args, envs):
     if args.total_timesteps < args.batch_size and not args.resume:
         print(f"ppo_godot.py: note: --total-timesteps {args.total_timesteps} is less than one rollout "
               f"({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}): one rollout runs")
-    args.num_iterations = max(1, args.total_timesteps // args.batch_size)
 
 
 def minibatch_problem(batch_size, num_minibatches, batch):
@@ -692,13 +717,23 @@ def check_env_output(storage, next_obs, global_step):
 
 
 def get_env_state(envs):
-    """A copy of the game's reward statistics, for --resume."""
-    return {"return_rms": copy.deepcopy(envs.return_rms)}
+    """A copy of the reward statistics (NormalizeReward's), for --resume."""
+    return {"return_rms": copy.deepcopy(envs.return_rms) if isinstance(envs, NormalizeReward) else None}
 
 
 def set_env_state(envs, state):
     """Put back the statistics get_env_state saved."""
-    envs.return_rms = state["return_rms"]
+    if isinstance(envs, NormalizeReward):
+        envs.return_rms = state["return_rms"]
+
+
+def save_episodes(envs):
+    """Nothing: a game's state is its own, and a resumed run starts new episodes."""
+    return {}
+
+
+def restore_episodes(envs, state):
+    return False
 
 
 class Run:
@@ -798,7 +833,7 @@ class Run:
             unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
             if unsaved:
                 print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
-        if saved is not None and self.restore_episodes(saved["envs"]):
+        if saved is not None and restore_episodes(self.envs, saved["envs"]):
             next_obs, next_done = saved["next_obs"], saved["next_done"]
         else:
             if args.resume:
@@ -860,7 +895,7 @@ class Run:
             resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
                       "next_obs": self.next_obs, "next_done": self.next_done}
             if exact:
-                resume["envs"] = {**get_env_state(self.envs), **self.save_episodes()}
+                resume["envs"] = {**get_env_state(self.envs), **save_episodes(self.envs)}
         if self.kept is not None and (resume is None or resumes_to(resume) < self.kept):
             return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept[0]}"
                     f"{' with its episodes' if self.kept[1] else ''}, more than this stop could save")
@@ -872,27 +907,6 @@ class Run:
                      f"register_buffer or nn.Parameter): a resumed run starts them anew")
         return kept
 
-    def save_episodes(self):
-        """The sub-envs, pickled, and which of them reset on the next step; empty when they cannot
-        be saved. cloudpickle (gymnasium's own) also saves the lambdas of wrappers. EzPickle envs
-        (MuJoCo, Box2D) pickle as freshly made ones: their state cannot be saved."""
-        vector_env = self.envs.unwrapped
-        if any(isinstance(env.unwrapped, gym.utils.EzPickle) for env in vector_env.envs):
-            return {}
-        with contextlib.suppress(Exception):  # an env that does not pickle at all (a video recorder)
-            return {"sub_envs": cloudpickle.dumps(vector_env.envs), "autoreset": vector_env._autoreset_envs.copy()}
-        return {}
-
-    def restore_episodes(self, state):
-        """Put back the sub-envs save_episodes saved; False when there are none."""
-        if state.get("sub_envs") is None:
-            return False
-        vector_env = self.envs.unwrapped
-        for env in vector_env.envs:
-            env.close()
-        vector_env.envs = pickle.loads(state["sub_envs"])
-        vector_env._autoreset_envs = state["autoreset"]  # gymnasium has no public way to set it
-        return True
 
 
 class GameRun(Run):
@@ -925,9 +939,6 @@ class GameRun(Run):
             return super().start()
         except GameError as e:  # before anything was learned
             fail(str(e))
-
-    def save_episodes(self):
-        return {}  # the game's state is its own: a resumed run starts new episodes
 
     def export_or_say_why(self):
         """The ONNX export on a run's way out, which must not end in a traceback."""

@@ -123,7 +123,6 @@ class FakeGame(gym.vector.VectorWrapper):
 
     obs_keys, obs_sizes = ["obs"], [4]
     action_heads = [("move", "discrete", 2)]
-    return_rms = None  # no reward statistics: CartPole's rewards reach the update as they are
 
     def reset(self, **kwargs):
         self.autoreset = np.zeros(self.num_envs, dtype=bool)
@@ -153,14 +152,14 @@ class GodotScript(Script):
                 "--total-timesteps", "2048"]
 
     def wrap_each_env(self, monkeypatch, wrapper):
-        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: fake_game(wrapper=wrapper))
+        monkeypatch.setattr(self.module, "make_envs", lambda args: fake_game(wrapper=wrapper))
 
     def use_plain_envs(self, monkeypatch, wrapper=lambda env: env, max_episode_steps=30):
-        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: fake_game(
+        monkeypatch.setattr(self.module, "make_envs", lambda args: fake_game(
             wrapper=wrapper, max_episode_steps=max_episode_steps))
 
     def num_envs_argv(self, monkeypatch, num_envs):  # the game decides how many agents there are
-        monkeypatch.setattr(self.module, "make_envs", lambda args, run_name: fake_game(num_envs))
+        monkeypatch.setattr(self.module, "make_envs", lambda args: fake_game(num_envs))
         return []
 
     def greedy_method(self):
@@ -189,7 +188,7 @@ SCRIPTS = GYM_SCRIPTS + [GODOT]
 def script(request, monkeypatch):
     """Each training script; in this process ppo_godot.py trains on fake_game()."""
     if request.param is GODOT:
-        monkeypatch.setattr(ppo_godot, "make_envs", lambda args, run_name: fake_game())
+        monkeypatch.setattr(ppo_godot, "make_envs", lambda args: fake_game())
     return request.param
 
 

@@ -350,13 +350,14 @@ def test_an_onnx_export_path_gets_the_onnx_suffix_as_godot_rl_gives_it(given, wr
     assert args.onnx_export_path == str(tmp_path / written)
 
 
-def test_a_budget_below_one_rollout_says_what_runs(capsys):
+def test_a_budget_below_one_rollout_says_what_runs(in_tmp, monkeypatch, capsys):
     args = ppo.parse_args(["--total-timesteps", "100"])
     assert args.num_iterations == 1
     assert capsys.readouterr().out == ("ppo.py: note: --total-timesteps 100 is less than one rollout "
                                        "(--num-envs x --num-steps = 512): one rollout runs\n")
-    args = ppo_godot.parse_args(["--total-timesteps", "100"])
-    ppo_godot.set_batch_sizes(args, fake_game(num_envs=4))
-    assert args.num_iterations == 1
-    assert capsys.readouterr().out == ("ppo_godot.py: note: --total-timesteps 100 is less than one rollout "
-                                       "(4 agents x --num-steps 64 = 256): one rollout runs\n")
+    monkeypatch.setattr(ppo_godot, "make_envs", lambda args: fake_game(num_envs=4))  # 4 agents, known once up
+    ppo_godot.train(ppo_godot.parse_args(["--total-timesteps", "100"]))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("ppo_godot.py: note: --total-timesteps 100 is less than one rollout "
+                      "(4 agents x --num-steps 64 = 256): one rollout runs")
+    assert "[1/1] global_step=256 " in out[-2]

@@ -161,6 +161,19 @@ def test_a_time_out_is_truncated_and_a_reached_target_terminated(port):
         envs.close()
 
 
+def test_a_reset_seed_reaches_the_game(port):
+    """GodotVecEnv.reset(seed) sends the seed with the reset (the demo game reads it): the same seed
+    gives the same new episodes, another seed others. A resumed run's new episodes follow from it."""
+    args = ppo_godot.parse_args(["--env-path", GAME["discrete"], "--port", str(port)])
+    envs = ppo_godot.GodotVecEnv(args)
+    try:
+        first, again, other = (envs.reset(seed=seed)[0] for seed in (7, 7, 8))
+        np.testing.assert_array_equal(first, again)
+        assert not np.allclose(first, other)
+    finally:
+        envs.close()
+
+
 def test_every_episode_s_length_counts_its_actions_only(port):
     """charts/episodic_length of every episode, not only of each agent's first: the autoreset step after
     an episode's end belongs to no episode. Standing still, each episode is a time-out of 100 actions."""

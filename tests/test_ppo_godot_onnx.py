@@ -48,7 +48,7 @@ def test_an_observation_key_named_like_a_plugin_input_is_refused(tmp_path):
 
 
 def test_export_checkpoint_needs_no_game(monkeypatch, tmp_path):
-    monkeypatch.setattr(ppo_godot, "make_envs", lambda args, run_name: fake_game())
+    monkeypatch.setattr(ppo_godot, "make_envs", lambda args: fake_game())
     run_dir = ppo_godot.train(ppo_godot.parse_args(GODOT.short + ["--save-model", "--log-dir", str(tmp_path)]))
     checkpoint = f"{run_dir}/ppo_godot.pt"
     onnx_path = tmp_path / "policy.onnx"

@@ -135,6 +135,8 @@ func handle_messages_until_action():
 					"observation_space": observation_space(),
 					"action_space": action_space(), "agent_policy_names": names()})
 			"reset":
+				if message.has("seed"):  # ppo_godot.py's reset(seed); Godot RL Agents' protocol has none
+					rng.seed = int(message["seed"])
 				for i in range(n_agents):
 					reset_agent(i)
 				if plugin:
