@@ -21,6 +21,7 @@ import argparse
 import atexit
 import contextlib
 import copy
+import importlib.util
 import io
 import json
 import math
@@ -559,7 +560,7 @@ def str2bool(value):
 
 # A resumed run keeps its flags, but for these: a longer run (the learning rate's decay is then
 # spread over the new total), how it saves, where and how to reach the game, and where to export the policy
-RESUME_FLAGS = ["--total-timesteps", "--save-model", "--checkpoint-minutes", "--env-path", "--port",
+RESUME_FLAGS = ["--total-timesteps", "--save-model", "--checkpoint-minutes", "--track", "--env-path", "--port",
                 "--connect-timeout", "--step-timeout", "--show-window", "--godot-version", "--onnx-export-path"]
 # The flags of godot-rl's example scripts (stable_baselines3_example.py, clean_rl_example.py, ...) that
 # every Godot RL Agents user has typed, and what they are here
@@ -586,6 +587,11 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--checkpoint-minutes", type=float, default=5,
                    help="minutes between two checkpoints while training (0: after every update); a hard kill (kill "
                         "-9, out of memory, power cut) loses at most this much and the update under way")
+    p.add_argument("--track", default=False, **flag,
+                   help="also sync the run to Weights & Biases (pip install -r requirements-track.txt): its "
+                        "TensorBoard scalars, its flags")
+    p.add_argument("--wandb-project-name", default="single-file-ppo", help="the W&B project of --track")
+    p.add_argument("--wandb-entity", default=None, help="the W&B team or user of --track (unset: yours)")
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
                         f"{', '.join(RESUME_FLAGS)}); a resumed game starts new episodes")
@@ -626,6 +632,8 @@ def parse_and_check(p, flag, argv):
         args.onnx_export_path = os.path.splitext(args.onnx_export_path)[0] + ".onnx"
     if args.cuda and not torch.cuda.is_available():
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
+    if args.track and importlib.util.find_spec("wandb") is None:
+        fail("--track needs the wandb package: pip install -r requirements-track.txt")
     if args.export_checkpoint and not args.onnx_export_path:
         fail("--export-checkpoint writes the model to --onnx-export-path: give that too")
     if args.onnx_export_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.onnx_export_path))):
@@ -757,6 +765,7 @@ class Run:
         self.model_path = f"{self.dir}/{args.exp_name}.pt"
         self.writer, self.boundary, self.stop_requested = None, None, []
         self.kept = None  # how far the checkpoint on disk resumes (resumes_to), once this run wrote or resumed it
+        self.videos_tracked = set()
 
     @contextlib.contextmanager
     def guard(self, envs, agent, optimizer):
@@ -801,6 +810,9 @@ class Run:
             if self.writer is not None:
                 with contextlib.suppress(OSError):  # a writer that failed to write fails again here
                     self.writer.close()
+                if self.args.track:  # once the writer is closed: its last events go to W&B too
+                    track_videos(self.args, self.name, self.videos_tracked)  # a video the envs' closing ended
+                    stop_tracking()
             step_hook.remove()
             for stop_signal, handler in previous_handlers.items():
                 signal.signal(stop_signal, handler)
@@ -842,6 +854,8 @@ class Run:
             next_obs, _ = self.envs.reset(seed=args.seed + global_step)
         self.first_iteration, self.first_step = iteration + 1, global_step
         self.mark_boundary(iteration, next_obs, next_done, global_step)
+        if args.track:
+            start_tracking(args, self.name)
         # A resumed run hides the events its first life logged after the saved boundary
         self.writer = SummaryWriter(self.dir, purge_step=global_step + 1 if args.resume else None)
         if not args.resume:
@@ -866,6 +880,8 @@ class Run:
         --checkpoint-minutes."""
         sps = int((global_step - self.first_step) / (time.time() - self.start_time))
         self.writer.add_scalar("charts/SPS", sps, global_step)
+        if self.args.track:
+            track_videos(self.args, self.name, self.videos_tracked)
         if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
             self.last_status = time.time()
             iterations_done = iteration - self.first_iteration + 1
@@ -951,6 +967,29 @@ class GameRun(Run):
 def resumes_to(resume):
     """(global_step, episodes too) of a checkpoint's resume state, or None: what a later save must not undo."""
     return None if resume is None else (resume["global_step"], "sub_envs" in resume["envs"])
+
+
+def start_tracking(args, run_name):
+    """--track: Weights & Biases, as CleanRL has it: the TensorBoard scalars synced, the flags as the
+    run's config, the run named like its log folder. The W&B run's id goes into the checkpoint with
+    the flags, so a resumed run goes on in the same W&B run. Started before the TensorBoard writer,
+    which wandb then follows."""
+    import wandb  # only under --track: parse_and_check has checked that it is installed
+
+    run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
+                     id=getattr(args, "wandb_id", None), resume="allow", config=vars(args), sync_tensorboard=True,
+                     save_code=True)
+    args.wandb_id = run.id
+
+
+def track_videos(args, run_name, logged):
+    """Nothing: a game records no videos."""
+
+
+def stop_tracking():
+    import wandb
+
+    wandb.finish()
 
 
 def unsaved_tensors(agent):

@@ -12,9 +12,10 @@ SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
 GYM_SCRIPTS = SCRIPTS[:2]
 SHARED_BY_ALL = ["layer_init", "make_storage", "collect_rollout", "rollout_logprobs_and_values", "compute_gae",
                  "ppo_update", "str2bool", "minibatch_problem", "resumed_args", "fail", "EnvFault",
-                 "check_env_output", "Run", "unsaved_tensors", "load_checkpoint", "load_weights"]
+                 "check_env_output", "Run", "unsaved_tensors", "load_checkpoint", "load_weights", "start_tracking",
+                 "stop_tracking"]
 SHARED_BY_GYM = ["NormalizeReward", "parse_and_check", "env_errors", "find_wrapper", "save_episodes",
-                 "restore_episodes"]
+                 "restore_episodes", "track_videos"]
 # The lines each script writes its own way: (definition, words of the line, why)
 DECLARED = {
     ("collect_rollout", "is_transition[step] = "):
@@ -66,7 +67,8 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
 LSTM_SHARES = {
     "ppo.py": ["make_env", "NormalizeReward", "layer_init", "compute_gae", "str2bool", "minibatch_problem",
                "resumed_args", "fail", "env_errors", "EnvFault", "check_env_output", "find_wrapper",
-               "unsaved_tensors", "load_checkpoint", "load_weights", "save_episodes", "restore_episodes"],
+               "unsaved_tensors", "load_checkpoint", "load_weights", "save_episodes", "restore_episodes",
+               "start_tracking", "track_videos", "stop_tracking"],
     "ppo_continuous_action.py": ["make_envs", "get_env_state", "set_env_state", "save_checkpoint"],
 }
 
