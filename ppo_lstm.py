@@ -9,7 +9,10 @@ leaves out both velocities: one observation cannot tell a pole falling left from
 so a policy of the observation alone fails; one that remembers the last few can infer the speeds.
 `diff ppo.py ppo_lstm.py` shows what memory changes: an LSTM state h_t carried from step to step
 (zero where an episode starts), the state at each rollout's start kept, minibatches of whole env
-sequences, and an update that replays each sequence through the LSTM from that kept state.
+sequences, and an update that replays each sequence through the LSTM from that kept state. It also
+shows observation normalisation (--norm-obs, ppo_continuous_action.py's code), which is not memory:
+without it no seed of five solved CartPoleNoVel-v1 in 200k steps, against four with it
+(benchmarks/lstm_norm_obs.py).
 
 Read it top to bottom, down to the plumbing banner (section 9): arguments, environment, network,
 rollout, advantages, update, the training loop and evaluation, in the order a PPO lecture takes
@@ -86,7 +89,8 @@ def parse_args(argv=None):
     p.add_argument("--target-kl", type=float, default=None,
                    help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
     p.add_argument("--norm-obs", default=True, **flag,
-                   help="normalise observations by a running mean/std, then clip to +-10")
+                   help="normalise observations by a running mean/std, then clip to +-10 (without it, 0 of 5 "
+                        "seeds solved CartPoleNoVel-v1 in 200k steps: benchmarks/lstm_norm_obs.py)")
     p.add_argument("--norm-reward", default=True, **flag,
                    help="scale rewards by a running std of the discounted return (NormalizeReward), clip to +-10")
     p.add_argument("--bootstrap-truncation", default=True, **flag,

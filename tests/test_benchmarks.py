@@ -95,6 +95,15 @@ def test_lstm_benchmark_runs_each_script_on_cartpole_without_velocities(label, t
     assert len(returns) > 5 and result["solved_steps"] is None and result["sps"] > 0
 
 
+def test_lstm_norm_obs_benchmark_runs_with_and_without(tmp_path):
+    import lstm_norm_obs
+
+    results = lstm_norm_obs.measure(1, 1024, str(tmp_path))
+    assert list(results) == lstm_norm_obs.LABELS and len(list(tmp_path.iterdir())) == 2
+    for result in results.values():
+        assert len(result["curve"][1]) > 5 and result["solved_steps"] is None
+
+
 def test_lstm_benchmark_runs_recurrent_ppo():
     result = lstm_cartpole_novel.run_sb3(1, 256)  # one rollout of 8 envs x 32 steps, one update
     assert result["solved_steps"] is None and result["final_return"] < 100 and result["sps"] > 0
