@@ -337,10 +337,9 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, next_lstm_state, 
 # 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
 # ================================================================================================
 def bootstrap_value(agent, next_obs, next_lstm_state, device):
-    """V(next_obs), given the LSTM state the rollout ended with: the value the last row of each env
-    bootstraps from. log pi_old(a_t|h_t) and V(h_t) of every row the rollout kept as it stepped the
-    LSTM (ppo.py computes them in one forward after the rollout, in rollout_logprobs_and_values).
-    (From here on, s_t in an equation stands for what the policy sees: h_t.)"""
+    """V(next_obs) given the LSTM state the rollout ended with, which each env's last row bootstraps
+    from; log pi_old and V(h_t) the rollout kept as it stepped the LSTM (ppo.py's one forward after
+    it). (From here on, s_t in an equation stands for what the policy sees: h_t.)"""
     with torch.no_grad():
         next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
     return next_value.flatten().cpu().numpy()
