@@ -7,7 +7,8 @@
 
 Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson.
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
-GodotVecEnv; discrete, continuous and mixed actions work, in the order the game declares them.
+GodotVecEnv; discrete, continuous and mixed actions work, in the order the game declares them, and
+vector and camera observations (a CNN per camera).
 Comments marked ALGO give equations. Below the banner is what keeps a run safe (bad input,
 checkpoints, stop and resume, faults, the game's connection, the ONNX export the plugin plays).
 A game resets a finished agent one of two ways:
@@ -115,10 +116,17 @@ class GodotVecEnv:
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
         self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
+        # A row per agent: its keys' values, keys sorted. A camera key ("2d" in its name) sends the hex of its
+        # image's bytes row by row, RGB in each pixel, though the plugin declares [C, H, W]: (H, W, C) here
         space = self.games[0].observation_space
-        self.obs_keys = sorted(space.spaces)  # each agent's observation: these keys' values, concatenated
-        self.obs_sizes = [space[k].shape[0] for k in self.obs_keys]
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (sum(self.obs_sizes),), np.float32)
+        self.obs_keys = sorted(space.spaces)
+        self.obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
+                           for k in self.obs_keys]
+        width = sum(math.prod(shape) for _, shape in self.obs_layout)
+        if all("2d" in k for k in self.obs_keys):  # uint8 rows, a quarter of float32's bytes (36 x 36 RGB: 3,888)
+            self.single_observation_space = gym.spaces.Box(0, 255, (width,), np.uint8)
+        else:  # a camera's pixels beside vector keys: floats 0-255
+            self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
         # The actions in the order the game declares them, as its env_info sent them: godot-rl's
         # Dict space sorts them by name, and the plugin reads an ONNX model's output in declared order
         declared = self.games[0].env_info["action_space"]
@@ -134,8 +142,11 @@ class GodotVecEnv:
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
 
     def observations(self, replies):
-        return np.array([np.concatenate([agent[k] for k in self.obs_keys])
-                         for reply in replies for agent in reply["obs"]], dtype=np.float32)
+        """Every agent's row: its keys' values joined, a camera's hex string turned into its bytes."""
+        with observation_errors(self, replies):  # section 9: a value unlike its declaration gets one line
+            return np.array([np.concatenate([np.frombuffer(bytes.fromhex(agent[k]), np.uint8) if "2d" in k
+                                             else agent[k] for k in self.obs_keys])
+                             for reply in replies for agent in reply["obs"]], dtype=self.single_observation_space.dtype)
 
     def reset(self, seed=None):
         """The first observations of new episodes in every game. Game i started with seed --seed + i
@@ -145,7 +156,7 @@ class GodotVecEnv:
             reseed = seed is not None and seed != self.seed
             game._send_as_json({"type": "reset", "seed": seed + i} if reseed else {"type": "reset"})
         replies = [receive(game, self.step_timeout) for game in self.games]
-        check_obs_keys(self.games, replies, self.obs_keys)  # section 9
+        check_first_observations(self, replies)  # section 9: the keys declared, and no blank camera
         return self.observations(replies), {}
 
     def step(self, actions):
@@ -216,8 +227,8 @@ class NormalizeReward:
 
 
 # ================================================================================================
-# 3. Network: separate actor and critic, 64-64 tanh MLPs; a categorical head per discrete action
-#    and a diagonal Gaussian per continuous one, in the order the game declares its actions
+# 3. Network: a CNN per camera, then separate actor and critic, 64-64 tanh MLPs; a categorical head
+#    per discrete action and a diagonal Gaussian per continuous one, in the game's declared order
 # ================================================================================================
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
     torch.nn.init.orthogonal_(layer.weight, std)
@@ -225,12 +236,28 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
     return layer
 
 
+def camera_encoder(height, width, channels):
+    """Pixels in [0, 1], (N, C, H, W) -> 256 features. Nature DQN's convolutions (CleanRL's Atari
+    network): 36 x 36, the smallest image they take (1 x 1 is left), is why the plugin asks for at
+    least 36 x 36; 84 x 84 (Atari's) leaves 7 x 7."""
+    convolutions = nn.Sequential(
+        layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
+        layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
+        layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(), nn.Flatten())
+    n_flat = convolutions(torch.zeros(1, channels, height, width)).shape[1]
+    return nn.Sequential(convolutions, layer_init(nn.Linear(n_flat, 256)), nn.ReLU())
+
+
 class Agent(nn.Module):
-    """action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
+    """obs_layout: the row's keys in order, each (name, shape): a vector key's (n,), a camera's (H, W, C).
+    action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
     "continuous", size). An action is a row: one column (the index) per discrete one, size per continuous."""
 
-    def __init__(self, obs_dim, action_heads):
+    def __init__(self, obs_layout, action_heads):
         super().__init__()
+        self.obs_layout = [(key, tuple(shape)) for key, shape in obs_layout]
+        self.cameras = nn.ModuleDict({key: camera_encoder(*shape) for key, shape in self.obs_layout if len(shape) == 3})
+        obs_dim = sum(256 if key in self.cameras else shape[0] for key, shape in self.obs_layout)
         self.heads = [(kind, size) for _, kind, size in action_heads]
         # the actor's output, action by action: a discrete action's n logits, a continuous one's means
         n_outputs = sum(size for _, size in self.heads)
@@ -252,13 +279,22 @@ class Agent(nn.Module):
             layer_init(nn.Linear(64, n_outputs), std=0.01),  # near-uniform policy at the start
         )
 
-    def get_value(self, x):
-        return self.critic(x)
+    def encode(self, x):
+        """Observation rows -> the heads' input: vector keys as they are, each camera through its CNN."""
+        hidden = list(x.float().split([math.prod(shape) for _, shape in self.obs_layout], dim=-1))
+        for i, (key, shape) in enumerate(self.obs_layout):
+            if key in self.cameras:  # (..., H*W*C) bytes -> (N, C, H, W) in [0, 1] -> (..., 256)
+                images = hidden[i].reshape(-1, *shape).permute(0, 3, 1, 2) / 255.0
+                hidden[i] = self.cameras[key](images).reshape(*x.shape[:-1], -1)
+        return torch.cat(hidden, dim=-1)
 
-    def policy(self, x):
-        """pi(.|s), the one place the policy's distribution is defined: for each action, a discrete one's
-        log pi of every choice, a continuous one's Gaussian (mean, log std)."""
-        outputs = self.actor(x).split([size for _, size in self.heads], dim=-1)
+    def get_value(self, x):
+        return self.critic(self.encode(x))
+
+    def policy(self, hidden):
+        """pi(.|s) from hidden = encode(s), the one place the policy's distribution is defined: for each
+        action, a discrete one's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
+        outputs = self.actor(hidden).split([size for _, size in self.heads], dim=-1)
         dists, first_logstd = [], 0
         for (kind, size), output in zip(self.heads, outputs):
             if kind == "discrete":
@@ -274,7 +310,7 @@ class Agent(nn.Module):
         A discrete action: argmax(pi / E), E ~ Exp(1): choice a wins with probability pi(a|s), as in
         torch.multinomial, without its input checks (which cost more than the forward)."""
         columns = []
-        for (kind, _), dist in zip(self.heads, self.policy(x)):
+        for (kind, _), dist in zip(self.heads, self.policy(self.encode(x))):
             if kind == "discrete":
                 p = dist.exp()
                 columns.append((p / torch.empty_like(p).exponential_()).argmax(dim=-1, keepdim=True))
@@ -286,7 +322,7 @@ class Agent(nn.Module):
     def get_greedy_action(self, x):
         """The most likely action: each Gaussian's mean, each discrete action's argmax."""
         return self.as_action_row([dist.argmax(dim=-1, keepdim=True) if kind == "discrete" else dist[0]
-                                   for (kind, _), dist in zip(self.heads, self.policy(x))])
+                                   for (kind, _), dist in zip(self.heads, self.policy(self.encode(x)))])
 
     def as_action_row(self, columns):
         """Integer columns when every action is discrete, else floats (an index is exact in a float)."""
@@ -297,8 +333,9 @@ class Agent(nn.Module):
     def evaluate_actions(self, x, action):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
         actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
+        hidden = self.encode(x)  # once, for the actor and the critic
         logprob, entropy, column = 0, 0, 0
-        for (kind, size), dist in zip(self.heads, self.policy(x)):
+        for (kind, size), dist in zip(self.heads, self.policy(hidden)):
             if kind == "discrete":
                 log_pi = dist
                 logprob = logprob + log_pi.gather(-1, action[..., column:column + 1].long()).squeeze(-1)
@@ -311,7 +348,7 @@ class Agent(nn.Module):
                 logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
                 entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
                 column += size
-        return logprob, entropy, self.critic(x)
+        return logprob, entropy, self.critic(hidden)
 
 
 # ================================================================================================
@@ -322,7 +359,7 @@ def make_storage(args, envs):
     row write costs ~0.5 us in numpy against ~4 us in torch, and torch sees the rollout once, after it."""
     rows = (args.num_steps, args.num_envs)
     return argparse.Namespace(
-        obs=np.zeros(rows + envs.single_observation_space.shape, dtype=np.float32),
+        obs=np.zeros(rows + envs.single_observation_space.shape, dtype=envs.single_observation_space.dtype),
         actions=np.zeros(rows + envs.single_action_space.shape, dtype=envs.single_action_space.dtype),
         rewards=np.zeros(rows, dtype=np.float32),
         terminations=np.zeros(rows, dtype=np.float32),
@@ -486,7 +523,7 @@ def train(args):
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     check_game(args, envs)  # section 9: the batch splits into minibatches; the layouts an export needs
-    agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads).to(device)
+    agent = Agent(envs.obs_layout, envs.action_heads).to(device)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     storage = make_storage(args, envs)
@@ -525,7 +562,7 @@ def evaluate(args, greedy=True):
     policy_name = "greedy" if greedy else "sampled"
     envs = make_envs(args)
     with game_errors("the policy played"), contextlib.closing(envs):  # section 9: one line for a game that fails
-        agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.action_heads)
+        agent = Agent(envs.obs_layout, envs.action_heads)
         load_weights(agent, checkpoint, args.eval_checkpoint)
         rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
         episodes_done = np.zeros(envs.num_envs, dtype=int)
@@ -650,7 +687,7 @@ def check_game(args, envs):
     """What the game decided, checked once it is up: the batch (its agents x --num-steps) must split
     into minibatches, and the observation keys must not clash with the ONNX model's own names. The
     layouts go into the checkpoint, for an ONNX export without a game."""
-    args.obs_layout = list(zip(envs.obs_keys, envs.obs_sizes))
+    args.obs_layout = envs.obs_layout
     args.action_heads = envs.action_heads
     if args.onnx_export_path and onnx_name_clash(envs.obs_keys):  # found now, not after training
         envs.close()
@@ -954,6 +991,9 @@ class GameRun(Run):
         try:
             return super().start()
         except GameError as e:  # before anything was learned
+            if not self.args.resume:
+                with contextlib.suppress(OSError):  # the run's new log folder, still empty
+                    os.rmdir(self.dir)
             fail(str(e))
 
     def export_or_say_why(self):
@@ -1101,8 +1141,11 @@ class GuardedGodotEnv(GodotEnv):
                     break
                 except socket.timeout:
                     if self.game_exit():
+                        hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
+                            " (no DISPLAY is set: a game that opens a window, as a camera game does, "
+                            "needs one; run it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
-                                        f"{self.game_exit()}") from None
+                                        f"{self.game_exit()}{hint}") from None
                     if time.monotonic() > self.deadline:
                         raise GameError(f"no game connected on port {self.port} within "
                                         f"{self.connect_timeout:.0f} s") from None
@@ -1179,9 +1222,16 @@ def start_games(args):
                      f"first game ({spaces[0]}, {spaces[1]} against {first[0]}, {first[1]}): one policy "
                      f"drives every agent, so all must observe and act alike")
     space = games.games[0].observation_space
-    if any(len(space[k].shape) != 1 or "2d" in k for k in space.spaces):
-        close_games(games)
-        fail(f"only flat (vector) observations are supported; the game sends {space}")
+    for key in space.spaces:  # a camera ("2d" in its name) declares [C, H, W], as the plugin's do
+        shape = list(space[key].shape)
+        if len(shape) != (3 if "2d" in key else 1):
+            close_games(games)
+            fail(f"the observation {key!r} is declared with the shape {shape}: a camera key "
+                 f"(\"2d\" in its name) needs [channels, height, width], any other key [size]")
+        if "2d" in key and min(shape[1:]) < 36:
+            close_games(games)
+            fail(f"the camera {key!r} is {shape[1]} x {shape[2]} pixels: the CNN takes at least 36 x 36, as the "
+                 f"plugin's camera sensors do")
     return games.games, games.procs
 
 
@@ -1229,14 +1279,60 @@ def receive(game, step_timeout):
     return game.receive(time.monotonic() + step_timeout, "playing", f"{step_timeout:.0f} s")
 
 
-def check_obs_keys(games, replies, obs_keys):
-    """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared."""
-    for game, reply in zip(games, replies):
+def check_first_observations(envs, replies):
+    """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared. A camera
+    that sends the same colour in every pixel of every agent's first image renders nothing."""
+    for game, reply in zip(envs.games, replies):
         sent = set(reply["obs"][0])
-        if sent != set(obs_keys):
+        if sent != set(envs.obs_keys):
             raise GameError(f"the game on port {game.port} sends the observation keys {sorted(sent)} but "
-                            f"declares {obs_keys} in its observation space (get_obs_space): the two "
+                            f"declares {envs.obs_keys} in its observation space (get_obs_space): the two "
                             f"must match, or its ONNX model will refuse the observations in play")
+    check_observations(envs, replies)  # each value as declared: later steps are checked only when one cannot be read
+    rows = envs.observations(replies)
+    first = 0
+    for key, shape in envs.obs_layout:
+        values = rows[:, first:first + math.prod(shape)]
+        first += math.prod(shape)
+        pixels = values.reshape(len(rows), -1, shape[-1])  # (agent, pixel, colour) for a camera
+        if len(shape) == 3 and (pixels == pixels[:, :1]).all():
+            raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from every "
+                            f"agent: the engine renders nothing. A camera needs a window: give --show-window, "
+                            f"and on a machine without a display run under xvfb-run -a")
+
+
+@contextlib.contextmanager
+def observation_errors(envs, replies):
+    """Observations that cannot be read as declared: one line that names the key (GameError)."""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError):
+        check_observations(envs, replies)
+        raise GameError(f"the games send observations unlike their spaces: {str(replies[0]['obs'][0])[:200]}")
+
+
+def check_observations(envs, replies):
+    """Each agent sends each key as its space declares it: a camera key the hex of H x W x C bytes, a
+    vector key a list of its size; else one line that names the key (GameError)."""
+    for game, reply in zip(envs.games, replies):
+        for agent, obs in enumerate(reply["obs"]):
+            for key, shape in envs.obs_layout:
+                value, declared = obs.get(key), list(game.observation_space[key].shape)
+                where = f"agent {agent} of the game on port {game.port} sends {key!r}"
+                if "2d" in key:
+                    if not isinstance(value, str):  # a game in the plugin's ONNX mode sends floats: see the docs
+                        raise GameError(f"{where} as a {type(value).__name__}, not the hex string of an image's "
+                                        f"bytes that training reads (declared {declared})")
+                    try:
+                        n_bytes = len(bytes.fromhex(value))
+                    except ValueError:
+                        raise GameError(f"{where} as {value[:20]!r}..., which is not hex (declared {declared})") from None
+                    if n_bytes != math.prod(shape):
+                        raise GameError(f"{where} as {n_bytes} bytes, but declares the shape {declared}: "
+                                        f"{math.prod(shape)} bytes (H x W x C = {' x '.join(map(str, shape))})")
+                elif not (isinstance(value, list) and len(value) == shape[0]
+                          and all(isinstance(v, (int, float)) for v in value)):
+                    raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
 
 
 def close_games(envs):
@@ -1303,7 +1399,8 @@ def game_errors(doing):
 # ------------------------------------------------------------------------------------------------
 class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
-    it, plus state_ins; out come `output`, the actions in the game's declared order (a discrete
+    it, float [1, size] (a camera's: its H x W x C pixels as floats 0-255, in the bytes' order,
+    reshaped and scaled by the model), plus state_ins; out come `output`, the actions in the game's declared order (a discrete
     action's log probabilities; a continuous action's mean, followed by its log std when the game
     mixes both kinds, as the plugin's ONNX wrapper then expects), and state_outs (state_ins passed
     through: the plugin's slot for a recurrent state)."""
@@ -1316,9 +1413,9 @@ class OnnxPolicy(nn.Module):
 
     def forward(self, *inputs):
         *obs_parts, state_ins = inputs  # the observation keys in training's (sorted) order
-        x = torch.cat(obs_parts, dim=-1)
+        x = torch.cat(obs_parts, dim=-1)  # an observation row, as in training
         output = []
-        for (kind, _), dist in zip(self.agent.heads, self.agent.policy(x)):
+        for (kind, _), dist in zip(self.agent.heads, self.agent.policy(self.agent.encode(x))):
             if kind == "discrete":
                 output.append(dist)  # log pi: the same argmax, and the same softmax, as the logits
             else:
@@ -1341,7 +1438,7 @@ def export_onnx(agent, obs_layout, path):
     if onnx_name_clash(obs_keys):
         fail(onnx_name_clash(obs_keys))
     names = obs_keys + ["state_ins", "output", "state_outs"]
-    example = tuple(torch.zeros(1, size) for _, size in obs_layout) + (torch.zeros(1),)
+    example = tuple(torch.zeros(1, math.prod(shape)) for _, shape in obs_layout) + (torch.zeros(1),)
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:  # written beside it, then renamed: an export that fails leaves no half-written model
         with warnings.catch_warnings():  # the TorchScript exporter calls itself deprecated; the newer
@@ -1362,12 +1459,14 @@ def export_checkpoint(checkpoint_path, path):
     saved = checkpoint["args"]
     if "action_heads" not in saved:
         fail(f"{checkpoint_path} predates checkpoints that record the game's layout: train it again")
-    agent = Agent(sum(size for _, size in saved["obs_layout"]), saved["action_heads"])
+    # a vector key's size was saved as a number before cameras came, now as a shape
+    obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
+    agent = Agent(obs_layout, saved["action_heads"])
     try:
         agent.load_state_dict(checkpoint["model"])
     except (KeyError, RuntimeError):
         fail(f"{checkpoint_path}: its weights do not fit the game layout it records")
-    print(export_onnx(agent, saved["obs_layout"], path))
+    print(export_onnx(agent, obs_layout, path))
 
 
 if __name__ == "__main__":

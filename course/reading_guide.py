@@ -28,6 +28,8 @@ TOPICS = {
                                                     "def wrap_envs("],
                                     "ppo_scratch_skeleton.py": ["def make_env(", "def make_envs("]},
     "actor/critic network and its initialisation": {s: ["def layer_init(", "class Agent("] for s in SCRIPTS},
+    "a camera's pixels: decoded, then a CNN before the actor and critic": {
+        "ppo_godot.py": ["def observations(", "def camera_encoder(", "def encode("]},
     "rollout storage": {s: ["def make_storage("] for s in SCRIPTS},
     "the rollout and next-step autoreset": {s: ["def collect_rollout("] for s in SCRIPTS},
     "the LSTM state: carried step to step, zero where an episode starts": {

@@ -145,6 +145,11 @@ class GodotRayEnv(RayVectorGodotEnv):
         self.observation_space = gym.spaces.Dict({
             key: space if "2d" in key else gym.spaces.Box(-np.inf, np.inf, space.shape, space.dtype)
             for key, space in self.observation_space.items()})
+        cameras = [key for key in self.observation_space if "2d" in key]
+        if cameras:  # godot-rl reshapes a camera's H x W x C bytes as the [C, H, W] the plugin declares
+            self.close()
+            raise RuntimeError(f"the game observes through a camera ({', '.join(cameras)}): this script trains "
+                               f"vector observations only; train camera games with ppo_godot.py")
 
     def vector_reset(self, *, seeds=None, options=None):
         obs, infos = self._env.reset()

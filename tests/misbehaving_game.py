@@ -10,7 +10,11 @@ unlike-agents (sends the spaces of two agents that observe differently, then wai
 action of a type godot-rl does not know); undeclared-obs-key (observes a key its spaces do not
 declare); obs-key-state-ins (observes a key named like an input the plugin gives an ONNX model
 itself); done-every-step (two agents whose every action ends an episode, reset on the spot like
-the official plugin: reward 1, info {}, the observation already the next episode's)."""
+the official plugin: reward 1, info {}, the observation already the next episode's);
+obs-wrong-length (declares 2 floats, sends 3); camera-wrong-size (declares the camera camera_2d
+[3, 36, 36], sends 100 bytes); camera-not-hex (sends that camera as a list of floats, as a game in
+the plugin's ONNX mode does); camera-blank (sends it, every pixel black); camera-flat (declares
+camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36])."""
 import json
 import random
 import socket
@@ -36,16 +40,16 @@ def read_requests():
         receive()
 
 
-def play(obs_key, declared_key="obs", n_agents=2):
-    """Sends the spaces of n_agents that declare an observation [declared_key] and one discrete
-    action, then answers reset and action messages until close, observing [obs_key] (two floats):
-    every action ends an episode."""
+def play(obs_key, declared_key="obs", n_agents=2, size=(2,), value=lambda: [random.uniform(-1, 1) for _ in range(2)]):
+    """Sends the spaces of n_agents that declare an observation [declared_key] of this size and one
+    discrete action, then answers reset and action messages until close, observing [obs_key]
+    (value()): every action ends an episode."""
     read_requests()
     send({"type": "env_info", "n_agents": n_agents, "agent_policy_names": ["shared"] * n_agents,
-          "observation_space": {declared_key: {"space": "box", "size": [2]}},
+          "observation_space": {declared_key: {"space": "box", "size": list(size)}},
           "action_space": {"move": {"action_type": "discrete", "size": 2}}})
     while (message := receive())["type"] != "close":
-        obs = [{obs_key: [random.uniform(-1, 1), random.uniform(-1, 1)]} for _ in range(n_agents)]
+        obs = [{obs_key: value()} for _ in range(n_agents)]
         if message["type"] == "reset":
             send({"type": "reset", "obs": obs, "info": [{}] * n_agents})
         else:
@@ -85,6 +89,18 @@ elif behaviour == "obs-key-state-ins":
     play(obs_key="state_ins", declared_key="state_ins")
 elif behaviour == "done-every-step":
     play(obs_key="obs")
+elif behaviour == "obs-wrong-length":
+    play(obs_key="obs", value=lambda: [0.5, 0.5, 0.5])
+elif behaviour == "camera-wrong-size":
+    play(obs_key="camera_2d", declared_key="camera_2d", size=(3, 36, 36), value=lambda: "ff" * 100)
+elif behaviour == "camera-not-hex":
+    play(obs_key="camera_2d", declared_key="camera_2d", size=(3, 36, 36), value=lambda: [0.0] * 3888)
+elif behaviour == "camera-blank":
+    play(obs_key="camera_2d", declared_key="camera_2d", size=(3, 36, 36), value=lambda: "00" * 3888)
+elif behaviour == "camera-small":
+    play(obs_key="camera_2d", declared_key="camera_2d", size=(3, 24, 36), value=lambda: "00" * 2592)
+elif behaviour == "camera-flat":
+    play(obs_key="camera_2d", declared_key="camera_2d", size=(3888,), value=lambda: "00" * 3888)
 elif behaviour == "reset":
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     connection.close()  # with a zero linger time, close sends RST: the peer sees a connection reset

@@ -73,7 +73,7 @@ def random_policy_return(env_path, port, steps=300):
     """The mean return of an untrained policy: uniform choices, N(0, 1) continuous actions."""
     args = ppo_godot.parse_args(["--env-path", env_path, "--port", str(port), "--seed", "11"])
     envs = ppo_godot.GodotVecEnv(args)
-    untrained = ppo_godot.Agent(envs.single_observation_space.shape[0], envs.action_heads)
+    untrained = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
     try:
         obs, _ = envs.reset()
         returns = []
@@ -121,7 +121,7 @@ def test_the_plugin_plays_the_onnx_export_of_a_plugin_like_game_as_torch_does(po
     run_script("ppo_godot.py", "--env-path", GAME["plugin"], "--port", str(port), "--total-timesteps", "2048",
                "--save-model", "--onnx-export-path", str(onnx_path), cwd=tmp_path)
     saved = torch.load(run_dirs(tmp_path)[0] / "ppo_godot.pt")
-    agent = ppo_godot.Agent(4, saved["args"]["action_heads"])
+    agent = ppo_godot.Agent(saved["args"]["obs_layout"], saved["args"]["action_heads"])
     agent.load_state_dict(saved["model"])
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     assert_plugin_plays_like_torch(agent, session, PLUGIN_OBS, PLUGIN_ACTIONS, n=100, obs_range=1.5)
@@ -288,6 +288,18 @@ def misbehaving_game(tmp_path, behaviour):
     ("unknown-action-type", "the game on port {port} sent spaces that godot-rl cannot read", 600),
     ("undeclared-obs-key", "the game on port {port} sends the observation keys ['position'] but "
                            "declares ['obs']", 600),
+    ("obs-wrong-length", "agent 0 of the game on port {port} sends 'obs' as [0.5, 0.5, 0.5], but declares a "
+                         "list of 2 numbers", 600),
+    ("camera-wrong-size", "agent 0 of the game on port {port} sends 'camera_2d' as 100 bytes, but declares the "
+                          "shape [3, 36, 36]: 3888 bytes (H x W x C = 36 x 36 x 3)", 600),
+    ("camera-not-hex", "agent 0 of the game on port {port} sends 'camera_2d' as a list, not the hex string of an "
+                       "image's bytes that training reads (declared [3, 36, 36])", 600),
+    ("camera-blank", "the camera 'camera_2d' sent blank images (every pixel [0, 0, 0]) from every agent: the "
+                     "engine renders nothing. A camera needs a window: give --show-window, and on a machine "
+                     "without a display run under xvfb-run -a", 600),
+    ("camera-small", "the camera 'camera_2d' is 24 x 36 pixels: the CNN takes at least 36 x 36", 600),
+    ("camera-flat", "the observation 'camera_2d' is declared with the shape [3888]: a camera key (\"2d\" in its "
+                    "name) needs [channels, height, width]", 600),
 ])
 def test_connect_phase_faults_are_named(behaviour, message, timeout, port, tmp_path):
     proc = run_script("ppo_godot.py", "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),

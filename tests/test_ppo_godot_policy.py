@@ -9,7 +9,7 @@ import ppo_godot
 
 def test_discrete_heads_match_categorical():
     torch.manual_seed(0)
-    agent = ppo_godot.Agent(5, [("jump", "discrete", 3), ("crouch", "discrete", 2)])
+    agent = ppo_godot.Agent([("obs", (5,))], [("jump", "discrete", 3), ("crouch", "discrete", 2)])
     with torch.no_grad():
         agent.actor[-1].weight.normal_()  # a policy far from uniform
     x = torch.randn(64, 5)
@@ -30,7 +30,7 @@ def test_discrete_heads_match_categorical():
 
 def test_continuous_matches_normal():
     torch.manual_seed(0)
-    agent = ppo_godot.Agent(4, [("move", "continuous", 2)])
+    agent = ppo_godot.Agent([("obs", (4,))], [("move", "continuous", 2)])
     with torch.no_grad():
         agent.actor_logstd.copy_(torch.tensor([[0.3, -0.8]]))
     x = torch.randn(16, 4)
@@ -46,7 +46,7 @@ def test_mixed_actions_in_declared_order():
     """A discrete action between two continuous ones: each takes its slice of the actor's output
     and of the action row (one column per discrete action), in the order given."""
     torch.manual_seed(0)
-    agent = ppo_godot.Agent(6, [("move", "continuous", 2), ("weapon", "discrete", 3), ("aim", "continuous", 1)])
+    agent = ppo_godot.Agent([("obs", (6,))], [("move", "continuous", 2), ("weapon", "discrete", 3), ("aim", "continuous", 1)])
     with torch.no_grad():
         agent.actor[-1].weight.normal_()
         agent.actor_logstd.copy_(torch.tensor([[0.3, -0.8, -0.2]]))

@@ -24,6 +24,14 @@ extends Node
 # Command line (from GodotEnv): --port=N --env_seed=N --speedup=N --action_repeat=N, and
 # --action_type=discrete|multidiscrete|continuous|plugin --n_agents=N from the launchers, and
 # --autoreset_mode=next_step|same_step (discrete, multidiscrete and continuous only).
+#
+# --observation=camera (discrete, multidiscrete and continuous only): each agent sees its arena from
+# above through a CAMERA x CAMERA viewport, as the plugin's RGBCameraSensor2D sends it: the key
+# camera_2d declared [3, H, W], the value the hex of the image's H x W x 3 bytes (row by row, RGB),
+# and no positions. Walls grey, the target red, the agent blue, the floor black. Each step's info
+# adds the positions drawn ("position", "target"), for tests only. Rendering needs the windowed
+# engine (godot3-runner) on a display; a headless one has no image and sends black frames.
+# --screenshot=PATH saves the window (agent 0's arena, larger) as PNG when it first draws.
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -31,6 +39,10 @@ const SPEED = 1.5  # units per game second at full speed
 const REACH = 0.1  # distance that counts as reaching the target
 const SHAPING = 10.0  # reward per unit of distance closed
 const CONNECT_TIMEOUT_MS = 30000
+const CAMERA = 36  # pixels a side of an agent's camera image: the plugin's minimum
+const WALL = 2  # pixels of wall on each side; the arena fills the rest
+const MARK = 4  # pixels a side of the agent's and the target's squares
+const WINDOW_SCALE = 8  # the window shows agent 0's arena this many times larger
 
 var peer = StreamPeerTCP.new()
 var rng = RandomNumberGenerator.new()
@@ -53,6 +65,12 @@ var dones = []
 var truncated = []
 var frozen = []  # done, or reset by this action: does not move
 var autoreset = []
+var camera = false  # --observation=camera
+var viewport = null  # camera: every agent's arena, in a grid
+var cells = []  # camera: each agent's place in the viewport
+var drawn = null  # camera: the viewport's last image
+var screenshot = ""  # camera: where to save the window's first drawing
+var marks = []  # camera: [agent square, target square] of each arena drawn, the window's last
 
 
 func _ready():
@@ -68,6 +86,8 @@ func _ready():
 	action_type = args.get("action_type", "discrete")
 	plugin = action_type == "plugin"
 	same_step = args.get("autoreset_mode", "next_step") == "same_step" and not plugin
+	camera = args.get("observation", "position") == "camera" and not plugin
+	screenshot = args.get("screenshot", "")
 	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
 	for i in range(n_agents):
 		positions.append(Vector2())
@@ -80,6 +100,8 @@ func _ready():
 		frozen.append(false)
 		autoreset.append(false)
 		reset_agent(i)
+	if camera:
+		make_cameras()
 	connected = connect_to_trainer()
 	if not connected:
 		printerr("chase: no trainer listening on 127.0.0.1:%d" % port)
@@ -104,6 +126,8 @@ func connect_to_trainer():
 
 func _physics_process(_delta):
 	if not connected:
+		return
+	if camera and Engine.get_idle_frames() < 2:  # the squares are recorded for drawing on idle frames
 		return
 	if tick_in_action == 0:
 		if waiting_for_reply:
@@ -159,6 +183,8 @@ func observation_space():
 		for i in range(n_agents):
 			out.append(space)
 		return out
+	if camera:  # the plugin's RGBCameraSensor2D declares [C, H, W] and sends H x W x C bytes
+		return {"camera_2d": {"space": "box", "size": [3, CAMERA, CAMERA]}}
 	return {"obs": {"space": "box", "size": [4]}}
 
 
@@ -265,6 +291,9 @@ func step_message():
 
 
 func observation(i):
+	if camera:
+		draw_arenas()
+		return {"camera_2d": camera_image(i)}
 	var to_target = targets[i] - positions[i]
 	if plugin:
 		return {"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]}
@@ -273,9 +302,79 @@ func observation(i):
 
 func observations():
 	var out = []
+	if camera:  # one drawing for all agents
+		draw_arenas()
+		for i in range(n_agents):
+			out.append({"camera_2d": camera_image(i)})
+		return out
 	for i in range(n_agents):
 		out.append(observation(i))
 	return out
+
+
+func make_cameras():
+	# One viewport holds every agent's arena, side by side in a grid, CAMERA pixels apart: one drawing
+	# and one read-back a step (a viewport per agent ran 1.5x slower: 103 against 150 steps/s with 16).
+	# The window shows agent 0's arena, larger. Drawn on demand only (draw_arenas), so that each
+	# observation shows the positions it is sent with.
+	VisualServer.render_loop_enabled = false
+	OS.window_size = Vector2(CAMERA, CAMERA) * WINDOW_SCALE
+	var columns = int(ceil(sqrt(n_agents)))
+	viewport = Viewport.new()
+	viewport.size = Vector2(columns, ceil(float(n_agents) / columns)) * CAMERA
+	viewport.usage = Viewport.USAGE_2D
+	viewport.render_target_update_mode = Viewport.UPDATE_ALWAYS
+	viewport.render_target_v_flip = true  # Godot 3 reads a viewport's image upside down
+	add_child(viewport)
+	for i in range(n_agents + 1):
+		var canvas = Node2D.new()
+		if i < n_agents:
+			canvas.position = Vector2(i % columns, i / columns) * CAMERA
+			viewport.add_child(canvas)
+			cells.append(Rect2(canvas.position, Vector2(CAMERA, CAMERA)))
+		else:
+			canvas.scale = Vector2(WINDOW_SCALE, WINDOW_SCALE)
+			add_child(canvas)
+		square(canvas, Vector2(0, 0), CAMERA, Color(0.5, 0.5, 0.5))
+		square(canvas, Vector2(WALL, WALL), CAMERA - 2 * WALL, Color(0, 0, 0))
+		marks.append([square(canvas, Vector2(), MARK, Color(0, 0, 1)), square(canvas, Vector2(), MARK, Color(1, 0, 0))])
+		canvas.move_child(marks[i][1], 2)  # the target under the agent
+
+
+func square(parent, corner, size, color):
+	var rect = ColorRect.new()
+	rect.rect_position = corner
+	rect.rect_size = Vector2(size, size)
+	rect.color = color
+	parent.add_child(rect)
+	return rect
+
+
+func to_pixels(point):
+	# [-1, 1] x [-1, 1] onto the floor: x to the right, y down, as in the image's rows
+	return Vector2(WALL, WALL) + (point + Vector2(1, 1)) / 2.0 * (CAMERA - 2 * WALL) - Vector2(MARK, MARK) / 2.0
+
+
+func draw_arenas():
+	for i in range(n_agents + 1):
+		var agent = i if i < n_agents else 0
+		marks[i][0].rect_position = to_pixels(positions[agent])
+		marks[i][1].rect_position = to_pixels(targets[agent])
+	VisualServer.force_draw(false)
+	if screenshot != "":
+		var window = get_viewport().get_texture().get_data()
+		window.flip_y()  # Godot 3 reads a viewport's image upside down
+		window.save_png(screenshot)
+		screenshot = ""
+	drawn = viewport.get_texture().get_data()
+	if drawn == null or drawn.is_empty():  # a headless engine renders nothing: black
+		drawn = Image.new()
+		drawn.create(int(viewport.size.x), int(viewport.size.y), false, Image.FORMAT_RGB8)
+	drawn.convert(Image.FORMAT_RGB8)
+
+
+func camera_image(i):
+	return drawn.get_rect(cells[i]).get_data().hex_encode()
 
 
 func infos():
@@ -287,6 +386,9 @@ func infos():
 			out.append({"truncated": truncated[i]})
 		else:
 			out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
+		if camera:  # what the image shows, for tests
+			out[i]["position"] = [positions[i].x, positions[i].y]
+			out[i]["target"] = [targets[i].x, targets[i].y]
 	return out
 
 

@@ -1,0 +1,155 @@
+"""ppo_godot.py on a game that observes through a camera: the Chase game's camera mode rendered by a
+real engine (Debian's windowed Godot 3, godot3-runner, on a virtual display), decoded where the scene
+put things; trained and exported; and the ways a camera game fails (no display, a headless engine,
+RLlib)."""
+import os
+import sys
+
+import numpy as np
+import onnxruntime
+import pytest
+import torch
+
+import ppo_godot
+from conftest import (CHASE, REPO, assert_plugin_plays_like_torch, game_pids, needs_godot,
+                      read_scalars, run_dirs, run_script)
+from test_ppo_godot import misbehaving_game
+from test_rllib_godot import RAY_PROCESSES, SCRIPT, pids, rllib_script, wait_until_gone  # noqa: F401 (a fixture)
+
+CAMERA, WALL, MARK = 36, 2, 4  # main.gd's image size, wall width and square size, in pixels
+
+
+def pixel_centre(point):
+    """Where main.gd draws a square's centre for a position in [-1, 1] x [-1, 1], as (column, row) in
+    pixel indices: the square covers [corner, corner + MARK) on each axis."""
+    return WALL + (np.asarray(point) + 1) / 2 * (CAMERA - 2 * WALL) - 0.5
+
+
+def test_a_rendered_frame_shows_each_agent_and_its_target_where_they_are(display, port):
+    """Blue squares at the agents' positions and red ones at their targets, x along a row, y down the
+    rows, walls grey and the floor black: a flipped or transposed decoding puts them elsewhere."""
+    envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", CHASE["camera"], "--port", str(port)]))
+    try:
+        assert envs.obs_layout == [("camera_2d", (CAMERA, CAMERA, 3))]  # declared [3, 36, 36]
+        assert envs.single_observation_space.dtype == np.uint8
+        envs.reset()
+        game, checked = envs.games[0], 0
+        rng = np.random.default_rng(0)
+        for _ in range(5):
+            game._send_as_json({"type": "action", "action": [{"move": int(m)} for m in rng.integers(0, 5, 16)]})
+            reply = ppo_godot.receive(game, 10)
+            images = envs.observations([reply]).reshape(-1, CAMERA, CAMERA, 3)
+            for image, info in zip(images, reply["info"]):
+                for corner in (image[0, 0], image[-1, -1], image[WALL - 1, CAMERA // 2]):  # the walls' grey
+                    assert set(corner.tolist()) <= {127, 128}
+                blue = np.argwhere((image == [0, 0, 255]).all(-1))  # (row, column) of each pixel
+                red = np.argwhere((image == [255, 0, 0]).all(-1))
+                np.testing.assert_allclose(blue.mean(0)[::-1], pixel_centre(info["position"]), atol=1.0)
+                if len(red) == MARK * MARK:  # the target, when the agent does not cover part of it
+                    np.testing.assert_allclose(red.mean(0)[::-1], pixel_centre(info["target"]), atol=1.0)
+                    checked += 1
+                floor = np.ones((CAMERA, CAMERA), bool)
+                floor[:WALL], floor[-WALL:], floor[:, :WALL], floor[:, -WALL:] = False, False, False, False
+                for row, column in np.concatenate([blue, red]):
+                    floor[max(row - 1, 0):row + 2, max(column - 1, 0):column + 2] = False
+                assert (image[floor] == 0).all()  # the floor is black away from the squares
+        assert checked >= 40
+    finally:
+        envs.close()
+
+
+def test_the_camera_game_trains_saves_and_exports_a_model_the_plugin_can_run(display, port, tmp_path):
+    onnx_path = tmp_path / "camera.onnx"
+    run_script("ppo_godot.py", "--env-path", CHASE["camera"], "--port", str(port), "--num-steps", "32",
+               "--total-timesteps", "1024", "--onnx-export-path", str(onnx_path), cwd=tmp_path)
+    run_dir = run_dirs(tmp_path)[0]
+    assert len(read_scalars(run_dir)["losses/value_loss"]) == 2
+    saved = torch.load(run_dir / "ppo_godot.pt")
+    assert [tuple(k) for k in saved["args"]["obs_layout"]] == [("camera_2d", (CAMERA, CAMERA, 3))]
+    agent = ppo_godot.Agent(saved["args"]["obs_layout"], saved["args"]["action_heads"])
+    agent.load_state_dict(saved["model"])
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    inputs = session.get_inputs()  # the pixels as floats, in the bytes' order, as a game sends them to a model
+    assert [i.name for i in inputs] == ["camera_2d", "state_ins"] and inputs[0].shape[1] == CAMERA * CAMERA * 3
+    assert_plugin_plays_like_torch(agent, session, {"camera_2d": (CAMERA, CAMERA, 3)},
+                                   {"move": ("discrete", 5)}, n=50, tol=1e-4)
+    assert not game_pids(port)
+
+
+def test_a_camera_game_without_a_display_is_named_in_one_line(port, tmp_path, monkeypatch):
+    needs_godot()
+    monkeypatch.delenv("DISPLAY", raising=False)
+    proc = run_script("ppo_godot.py", "--env-path", CHASE["camera"], "--port", str(port), cwd=tmp_path,
+                      check=False, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"ppo_godot.py: error: no game connected on port {port}: the game exited with code 255 (no DISPLAY is "
+        f"set: a game that opens a window, as a camera game does, needs one; run it under xvfb-run -a)")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_camera_game_on_a_headless_engine_is_refused_before_training_on_blank_images(port, tmp_path):
+    """Debian's godot3-server renders nothing: the Chase game sends black images, and the run stops
+    at the first observations, not after training on them."""
+    needs_godot()
+    game = tmp_path / "chase_camera_headless.x86_64"
+    game.write_text(f'#!/bin/sh\nLANG=en_US.UTF-8 exec godot3-server --path "{REPO / "godot" / "chase"}" "$@" '
+                    f'--action_type=discrete --observation=camera\n')
+    game.chmod(0o755)
+    proc = run_script("ppo_godot.py", "--env-path", str(game), "--port", str(port), cwd=tmp_path, check=False,
+                      timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr  # before it, the engine's own errors
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "ppo_godot.py: error: the camera 'camera_2d' sent blank images (every pixel [0, 0, 0]) from every agent: "
+        "the engine renders nothing. A camera needs a window: give --show-window")
+    assert not list((tmp_path / "runs").glob("*")) and not game_pids(port)  # no empty run folder left
+
+
+def test_the_rllib_script_refuses_a_camera_game_in_one_line(rllib_script, port, tmp_path):
+    ray_before = pids(RAY_PROCESSES)
+    proc = run_script(SCRIPT, "--env-path", misbehaving_game(tmp_path, "camera-blank"), "--num-env-runners", "1",
+                      "--num-cpus", "1", "--port", str(port), cwd=tmp_path, check=False, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: the game observes through a camera (camera_2d): this script trains vector observations only; "
+        "train camera games with ppo_godot.py")
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
+def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
+    """A row holds the keys in sorted order; a camera's hex string as its bytes, H x W x C as sent,
+    and the row is float32 (the pixels exact) when vector keys share it."""
+    envs = ppo_godot.GodotVecEnv.__new__(ppo_godot.GodotVecEnv)
+    envs.obs_keys = ["position", "rgb_2d"]
+    envs.obs_layout = [("position", (2,)), ("rgb_2d", (36, 40, 3))]
+    envs.single_observation_space = ppo_godot.gym.spaces.Box(-np.inf, np.inf, (2 + 36 * 40 * 3,), np.float32)
+    pixels = np.random.default_rng(0).integers(0, 256, 36 * 40 * 3).astype(np.uint8)
+    reply = {"obs": [{"rgb_2d": pixels.tobytes().hex(), "position": [0.25, -0.5]}]}
+    row = envs.observations([reply])
+    assert row.dtype == np.float32 and row.shape == (1, 2 + 36 * 40 * 3)
+    np.testing.assert_array_equal(row[0], np.concatenate([[0.25, -0.5], pixels]))
+    agent = ppo_godot.Agent(envs.obs_layout, [("move", "discrete", 3)])
+    assert agent.encode(torch.as_tensor(row)).shape == (1, 2 + 256)
+    seen = []  # what the CNN gets: (N, C, H, W), the pixel at row 5, column 7 that the bytes put there
+    agent.cameras["rgb_2d"].register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0]))
+    agent.encode(torch.as_tensor(row))
+    assert seen[0].shape == (1, 3, 36, 40)
+    np.testing.assert_allclose(seen[0][0, :, 5, 7].numpy(), pixels[(5 * 40 + 7) * 3:(5 * 40 + 8) * 3] / 255.0, rtol=1e-6)
+
+
+def test_the_pixels_or_positions_benchmark_times_and_trains_the_camera_game(display, port):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import pixels_or_positions
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    split = pixels_or_positions.time_split("camera", port, steps=10)
+    assert set(split) == {"game", "decode", "forward", "update"} and all(v > 0 for v in split.values())
+    args = pixels_or_positions.argparse.Namespace(port=port, total_timesteps=1024, ppo_args="--num-steps 32")
+    run = pixels_or_positions.train("camera", 1, args)
+    steps, returns = run["curve"]
+    assert len(returns) > 0 and steps.max() <= 1024 and run["sps"] > 0
+    # the crossing of a curve that rises from 0 to 10 over 1,000 steps, one episode a step
+    rising = (np.arange(1, 1001), np.linspace(0, 10, 1000))
+    assert pixels_or_positions.first_crossing([rising], 8.0) is not None
+    assert pixels_or_positions.first_crossing([rising], 11.0) is None
