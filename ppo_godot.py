@@ -7,8 +7,8 @@
 
 Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson.
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
-GodotVecEnv; discrete, continuous and mixed actions work, in the order the game declares them, and
-vector and camera observations (a CNN per camera).
+GodotVecEnv; discrete, continuous and mixed actions work, in the order the game declares them.
+Observations: vectors, and cameras ("2d" in the key's name), each camera through a CNN of its own.
 Comments marked ALGO give equations. Below the banner is what keeps a run safe (bad input,
 checkpoints, stop and resume, faults, the game's connection, the ONNX export the plugin plays).
 A game resets a finished agent one of two ways:
@@ -117,7 +117,7 @@ class GodotVecEnv:
         self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
         # A row per agent: its keys' values, keys sorted. A camera key ("2d" in its name) sends the hex of its
-        # image's bytes row by row, RGB in each pixel, though the plugin declares [C, H, W]: (H, W, C) here
+        # image's bytes row by row, C colour bytes a pixel, though the plugin declares [C, H, W]: (H, W, C) here
         space = self.games[0].observation_space
         self.obs_keys = sorted(space.spaces)
         self.obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
@@ -125,7 +125,7 @@ class GodotVecEnv:
         width = sum(math.prod(shape) for _, shape in self.obs_layout)
         if all("2d" in k for k in self.obs_keys):  # uint8 rows, a quarter of float32's bytes (36 x 36 RGB: 3,888)
             self.single_observation_space = gym.spaces.Box(0, 255, (width,), np.uint8)
-        else:  # a camera's pixels beside vector keys: floats 0-255
+        else:  # float32: vectors as sent, and any camera's pixels as floats 0-255
             self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
         # The actions in the order the game declares them, as its env_info sent them: godot-rl's
         # Dict space sorts them by name, and the plugin reads an ONNX model's output in declared order
@@ -227,7 +227,7 @@ class NormalizeReward:
 
 
 # ================================================================================================
-# 3. Network: a CNN per camera, then separate actor and critic, 64-64 tanh MLPs; a categorical head
+# 3. Network: a CNN per camera, shared by the separate 64-64 tanh actor and critic; a categorical head
 #    per discrete action and a diagonal Gaussian per continuous one, in the game's declared order
 # ================================================================================================
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -237,9 +237,9 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 
 
 def camera_encoder(height, width, channels):
-    """Pixels in [0, 1], (N, C, H, W) -> 256 features. Nature DQN's convolutions (CleanRL's Atari
-    network): 36 x 36, the smallest image they take (1 x 1 is left), is why the plugin asks for at
-    least 36 x 36; 84 x 84 (Atari's) leaves 7 x 7."""
+    """Pixels in [0, 1], (N, C, H, W) -> 256 features (CleanRL's Atari network: 512). Nature DQN's
+    convolutions: 36 x 36 is the smallest image they take (36 -> 8 -> 3 -> 1 pixels a side), the
+    plugin's minimum too; 84 x 84 (Atari's) leaves 7 x 7."""
     convolutions = nn.Sequential(
         layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
         layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
@@ -256,7 +256,7 @@ class Agent(nn.Module):
     def __init__(self, obs_layout, action_heads):
         super().__init__()
         self.obs_layout = [(key, tuple(shape)) for key, shape in obs_layout]
-        self.cameras = nn.ModuleDict({key: camera_encoder(*shape) for key, shape in self.obs_layout if len(shape) == 3})
+        self.cameras = nn.ModuleDict({key: camera_encoder(*shape) for key, shape in self.obs_layout if "2d" in key})
         obs_dim = sum(256 if key in self.cameras else shape[0] for key, shape in self.obs_layout)
         self.heads = [(kind, size) for _, kind, size in action_heads]
         # the actor's output, action by action: a discrete action's n logits, a continuous one's means
@@ -281,12 +281,12 @@ class Agent(nn.Module):
 
     def encode(self, x):
         """Observation rows -> the heads' input: vector keys as they are, each camera through its CNN."""
-        hidden = list(x.float().split([math.prod(shape) for _, shape in self.obs_layout], dim=-1))
+        parts = list(x.float().split([math.prod(shape) for _, shape in self.obs_layout], dim=-1))
         for i, (key, shape) in enumerate(self.obs_layout):
-            if key in self.cameras:  # (..., H*W*C) bytes -> (N, C, H, W) in [0, 1] -> (..., 256)
-                images = hidden[i].reshape(-1, *shape).permute(0, 3, 1, 2) / 255.0
-                hidden[i] = self.cameras[key](images).reshape(*x.shape[:-1], -1)
-        return torch.cat(hidden, dim=-1)
+            if key in self.cameras:  # (..., H*W*C) pixels -> (N, C, H, W) in [0, 1], N all leading dims -> (..., 256)
+                images = parts[i].reshape(-1, *shape).permute(0, 3, 1, 2) / 255.0
+                parts[i] = self.cameras[key](images).reshape(*x.shape[:-1], -1)
+        return torch.cat(parts, dim=-1)
 
     def get_value(self, x):
         return self.critic(self.encode(x))
@@ -1326,7 +1326,8 @@ def check_observations(envs, replies):
                     try:
                         n_bytes = len(bytes.fromhex(value))
                     except ValueError:
-                        raise GameError(f"{where} as {value[:20]!r}..., which is not hex (declared {declared})") from None
+                        raise GameError(f"{where} as {value[:20]!r}..., which is not hex "
+                                        f"(declared {declared})") from None
                     if n_bytes != math.prod(shape):
                         raise GameError(f"{where} as {n_bytes} bytes, but declares the shape {declared}: "
                                         f"{math.prod(shape)} bytes (H x W x C = {' x '.join(map(str, shape))})")
@@ -1400,10 +1401,10 @@ def game_errors(doing):
 class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
     it, float [1, size] (a camera's: its H x W x C pixels as floats 0-255, in the bytes' order,
-    reshaped and scaled by the model), plus state_ins; out come `output`, the actions in the game's declared order (a discrete
-    action's log probabilities; a continuous action's mean, followed by its log std when the game
-    mixes both kinds, as the plugin's ONNX wrapper then expects), and state_outs (state_ins passed
-    through: the plugin's slot for a recurrent state)."""
+    reshaped and scaled by the model), plus state_ins; out come `output`, the actions in the game's
+    declared order (a discrete action's log probabilities; a continuous action's mean, followed by
+    its log std when the game mixes both kinds, as the plugin's ONNX wrapper then expects), and
+    state_outs (state_ins passed through: the plugin's slot for a recurrent state)."""
 
     def __init__(self, agent):
         super().__init__()

@@ -78,13 +78,13 @@ def time_split(kind, port, steps=300):
         ppo_args = ppo_godot.parse_args([])
         ppo_args.num_envs, ppo_args.num_steps = 16, 64
         storage = ppo_godot.make_storage(ppo_args, envs)
-        storage.obs[:] = np.stack(rows[:64])
+        storage.obs[:] = np.stack([rows[i % len(rows)] for i in range(64)])
         storage.is_transition[:] = True
         optimizer = torch.optim.Adam(agent.parameters(), lr=1e-4, eps=1e-5, fused=True)
         zeros = np.zeros((64, 16), dtype=np.float32)
         start = time.perf_counter()
-        ppo_godot.ppo_update(ppo_args, agent, optimizer, storage, zeros, zeros, np.random.randn(64, 16).astype(np.float32),
-                             zeros, "cpu")
+        advantages = np.random.randn(64, 16).astype(np.float32)
+        ppo_godot.ppo_update(ppo_args, agent, optimizer, storage, zeros, zeros, advantages, zeros, "cpu")
         update_ms = (time.perf_counter() - start) * 1000
     finally:
         envs.close()
@@ -171,7 +171,8 @@ def main():
               "| | positions | camera |", "|---|---|---|",
               "| training, agent-steps/s (median over seeds) | "
               + " | ".join(f"{np.median([r['sps'] for r in runs[kind]]):,.0f}" for kind in GAMES) + " |"]
-    for part, label in [("game", "the game: physics, drawing and reading the image back, hex, JSON, socket (ms a step)"),
+    for part, label in [("game", "the game: physics, drawing and reading the image back, hex, JSON, socket "
+                                 "(ms a step)"),
                         ("decode", "decoding in Python: JSON rows to one array, hex to bytes (ms a step)"),
                         ("forward", "the policy's forward, 16 rows (ms a step)"),
                         ("update", "one update: 4 epochs of 4 minibatches over 1,024 rows (ms, once every 64 steps)")]:

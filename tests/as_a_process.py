@@ -38,7 +38,7 @@ def run(script, argv, cwd, timeout):
                                        bufsize=0)  # unbuffered: select() sees every reply
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         request = {"script": str(script), "argv": [str(a) for a in argv], "cwd": str(cwd), "out": str(out),
-                   "err": str(err)}
+                   "err": str(err), "env": dict(os.environ)}  # this process's, as subprocess.run passes it
         _server.stdin.write((json.dumps(request) + "\n").encode())
         pid = int(_server.stdout.readline())
         if not select.select([_server.stdout], [], [], timeout)[0]:
@@ -53,6 +53,8 @@ def run(script, argv, cwd, timeout):
 def _run_as_main(request, import_output):
     """In the fork: what `python script argv` does from cwd; returns its exit code."""
     os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
     for fd, path in ((0, os.devnull), (1, request["out"]), (2, request["err"])):  # child processes inherit these
         with open(path, "rb" if fd == 0 else "wb") as file:
             os.dup2(file.fileno(), fd)

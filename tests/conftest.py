@@ -358,8 +358,9 @@ def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=20
     declared = {name: {"action_type": kind, "size": size} for name, (kind, size) in action_space.items()}
     rng = np.random.default_rng(0)
     for _ in range(n):  # a camera key's (H, W, C) pixels: floats 0-255, as a game sends them to a model
-        obs = {key: rng.integers(0, 256, np.prod(size)).astype(np.float32).tolist() if isinstance(size, tuple)
-               else rng.uniform(-obs_range, obs_range, size).astype(np.float32).tolist() for key, size in obs_space.items()}
+        obs = {key: (rng.integers(0, 256, np.prod(size)) if isinstance(size, tuple)
+                     else rng.uniform(-obs_range, obs_range, size)).astype(np.float32).tolist()
+               for key, size in obs_space.items()}
         x = torch.tensor([sum((obs[key] for key in sorted(obs)), [])])
         with torch.no_grad():
             expected = ppo_godot.to_game_action(agent.get_greedy_action(x)[0].numpy(), heads)

@@ -134,7 +134,8 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
     agent.cameras["rgb_2d"].register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0]))
     agent.encode(torch.as_tensor(row))
     assert seen[0].shape == (1, 3, 36, 40)
-    np.testing.assert_allclose(seen[0][0, :, 5, 7].numpy(), pixels[(5 * 40 + 7) * 3:(5 * 40 + 8) * 3] / 255.0, rtol=1e-6)
+    first = (5 * 40 + 7) * 3
+    np.testing.assert_allclose(seen[0][0, :, 5, 7].numpy(), pixels[first:first + 3] / 255.0, rtol=1e-6)
 
 
 def test_the_pixels_or_positions_benchmark_times_and_trains_the_camera_game(display, port):
@@ -145,10 +146,10 @@ def test_the_pixels_or_positions_benchmark_times_and_trains_the_camera_game(disp
         sys.path.remove(str(REPO / "benchmarks"))
     split = pixels_or_positions.time_split("camera", port, steps=10)
     assert set(split) == {"game", "decode", "forward", "update"} and all(v > 0 for v in split.values())
-    args = pixels_or_positions.argparse.Namespace(port=port, total_timesteps=1024, ppo_args="--num-steps 32")
+    args = pixels_or_positions.argparse.Namespace(port=port, total_timesteps=2048, ppo_args="--num-steps 32")
     run = pixels_or_positions.train("camera", 1, args)
     steps, returns = run["curve"]
-    assert len(returns) > 0 and steps.max() <= 1024 and run["sps"] > 0
+    assert len(returns) >= 16 and steps.max() <= 2048 and run["sps"] > 0  # every agent timed out once
     # the crossing of a curve that rises from 0 to 10 over 1,000 steps, one episode a step
     rising = (np.arange(1, 1001), np.linspace(0, 10, 1000))
     assert pixels_or_positions.first_crossing([rising], 8.0) is not None
