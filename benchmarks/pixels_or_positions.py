@@ -15,6 +15,7 @@ benchmarks/results/pixels_or_positions.md, benchmarks/figures/pixels_or_position
 sends).
 """
 import argparse
+import json
 import shlex
 import subprocess
 import sys
@@ -65,6 +66,13 @@ def time_split(kind, port, steps=300):
             game._send_as_json({"type": "action", "action": [{"move": int(m)} for m in np.random.randint(0, 5, 16)]})
             replies.append(ppo_godot.receive(game, 10))
         game_ms = (time.perf_counter() - start) / steps * 1000
+        # the camera game's own clock: drawing and reading the image back, then hex-encoding it
+        drawing_ms, hex_ms = (np.mean([reply["info"][0].get("camera_usec", [0, 0]) for reply in replies[20:]], axis=0)
+                              / 1000)
+        start = time.perf_counter()
+        for reply in replies[20:]:
+            json.loads(json.dumps(reply))
+        json_ms = (time.perf_counter() - start) / steps * 1000  # parsing each reply in Python, about
         start = time.perf_counter()
         rows = [envs.observations([reply]) for reply in replies[20:]]
         decode_ms = (time.perf_counter() - start) / steps * 1000
@@ -88,7 +96,8 @@ def time_split(kind, port, steps=300):
         update_ms = (time.perf_counter() - start) * 1000
     finally:
         envs.close()
-    return dict(game=game_ms - decode_ms, decode=decode_ms, forward=forward_ms, update=update_ms)
+    return dict(drawing=drawing_ms, hex=hex_ms, game=game_ms - drawing_ms - hex_ms, json=json_ms, decode=decode_ms,
+                forward=forward_ms, update=update_ms)
 
 
 def picture(port):
@@ -171,15 +180,21 @@ def main():
               "| | positions | camera |", "|---|---|---|",
               "| training, agent-steps/s (median over seeds) | "
               + " | ".join(f"{np.median([r['sps'] for r in runs[kind]]):,.0f}" for kind in GAMES) + " |"]
-    for part, label in [("game", "the game: physics, drawing and reading the image back, hex, JSON, socket "
-                                 "(ms a step)"),
-                        ("decode", "decoding in Python: JSON rows to one array, hex to bytes (ms a step)"),
+    for part, label in [("drawing", "the game drawing the arenas and reading the image back (ms a step)"),
+                        ("hex", "the game hex-encoding the images (ms a step)"),
+                        ("game", "the rest of the round trip: physics, the game's JSON, the socket, Python's JSON "
+                                 "parse (ms a step)"),
+                        ("json", "of which Python's JSON parse of the reply, about (ms a step)"),
+                        ("decode", "decoding in Python: JSON lists to one array, hex to bytes (ms a step)"),
                         ("forward", "the policy's forward, 16 rows (ms a step)"),
                         ("update", "one update: 4 epochs of 4 minibatches over 1,024 rows (ms, once every 64 steps)")]:
         lines.append(f"| {label} | " + " | ".join(f"{split[kind][part]:.2f}" for kind in GAMES) + " |")
-    lines.append("| all of it, per step of 16 agents (ms; the update spread over its 64 steps) | " + " | ".join(
-        f"{sum(split[kind][k] for k in ('game', 'decode', 'forward')) + split[kind]['update'] / 64:.2f}"
-        for kind in GAMES) + " |")
+    per_step = {kind: sum(split[kind][k] for k in ("drawing", "hex", "game", "decode", "forward"))
+                + split[kind]["update"] / 64 for kind in GAMES}
+    lines.append("| all of it, per step of 16 agents (ms; the update spread over its 64 steps) | "
+                 + " | ".join(f"{per_step[kind]:.2f}" for kind in GAMES) + " |")
+    lines.append("| the agent-steps/s that makes | " + " | ".join(f"{16000 / per_step[kind]:,.0f}" for kind in GAMES)
+                 + " |")
     write_table("pixels_or_positions", lines)
     plot_returns("pixels_or_positions", {"positions (4 floats)": curves["positions"],
                                          "camera (36 x 36 RGB, a CNN)": curves["camera"]},

@@ -29,7 +29,8 @@ extends Node
 # above through a CAMERA x CAMERA viewport, as the plugin's RGBCameraSensor2D sends it: the key
 # camera_2d declared [3, H, W], the value the hex of the image's H x W x 3 bytes (row by row, RGB),
 # and no positions. Walls grey, the target red, the agent blue, the floor black. Each step's info
-# adds the positions drawn ("position", "target"), for tests only. Rendering needs the windowed
+# adds the positions drawn ("position", "target"), for tests, and what drawing them cost
+# ("camera_usec": drawing and reading back, then hex-encoding), for benchmarks. Rendering needs the windowed
 # engine (godot3-runner) on a display; a headless one has no image and sends black frames.
 # --screenshot=PATH saves the window (agent 0's arena, larger) as PNG when it first draws.
 
@@ -70,6 +71,7 @@ var viewport = null  # camera: every agent's arena, in a grid
 var cells = []  # camera: each agent's place in the viewport
 var drawn = null  # camera: the viewport's last image
 var screenshot = ""  # camera: where to save the window's first drawing
+var camera_usec = [0, 0]  # camera: microseconds the last observations took to draw and read back, and to hex-encode
 var marks = []  # camera: [agent square, target square] of each arena drawn, the window's last
 
 
@@ -303,9 +305,12 @@ func observation(i):
 func observations():
 	var out = []
 	if camera:  # one drawing for all agents
+		var start = OS.get_ticks_usec()
 		draw_arenas()
+		var drawn_at = OS.get_ticks_usec()
 		for i in range(n_agents):
 			out.append({"camera_2d": camera_image(i)})
+		camera_usec = [drawn_at - start, OS.get_ticks_usec() - drawn_at]
 		return out
 	for i in range(n_agents):
 		out.append(observation(i))
@@ -386,9 +391,10 @@ func infos():
 			out.append({"truncated": truncated[i]})
 		else:
 			out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
-		if camera:  # what the image shows, for tests
+		if camera:  # what the image shows, for tests; what the last one cost, for benchmarks
 			out[i]["position"] = [positions[i].x, positions[i].y]
 			out[i]["target"] = [targets[i].x, targets[i].y]
+			out[i]["camera_usec"] = camera_usec
 	return out
 
 
