@@ -57,6 +57,7 @@ var action_repeat = 1
 var tick_in_action = 0
 var waiting_for_reply = false
 
+var args = {}  # the command line's --key=value arguments
 var positions = []
 var targets = []
 var velocities = []  # the current action, as a velocity applied every tick
@@ -76,7 +77,6 @@ var marks = []  # camera: [agent square, target square] of each arena drawn, the
 
 
 func _ready():
-	var args = {}
 	for arg in OS.get_cmdline_args():
 		if arg.begins_with("--") and "=" in arg:
 			var parts = arg.substr(2, arg.length() - 2).split("=", true, 1)
@@ -91,6 +91,16 @@ func _ready():
 	camera = args.get("observation", "position") == "camera" and not plugin
 	screenshot = args.get("screenshot", "")
 	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
+	make_agents()
+	if camera:
+		make_cameras()
+	connected = connect_to_trainer()
+	if not connected:
+		printerr("chase: no trainer listening on 127.0.0.1:%d" % port)
+		get_tree().quit(1)
+
+
+func make_agents():
 	for i in range(n_agents):
 		positions.append(Vector2())
 		targets.append(Vector2())
@@ -102,12 +112,6 @@ func _ready():
 		frozen.append(false)
 		autoreset.append(false)
 		reset_agent(i)
-	if camera:
-		make_cameras()
-	connected = connect_to_trainer()
-	if not connected:
-		printerr("chase: no trainer listening on 127.0.0.1:%d" % port)
-		get_tree().quit(1)
 
 
 func connect_to_trainer():
@@ -143,9 +147,13 @@ func _physics_process(_delta):
 			connected = false
 			get_tree().quit()
 			return
+	tick_all()
+	tick_in_action = (tick_in_action + 1) % action_repeat
+
+
+func tick_all():
 	for i in range(n_agents):
 		tick(i)
-	tick_in_action = (tick_in_action + 1) % action_repeat
 
 
 func handle_messages_until_action():
@@ -163,8 +171,7 @@ func handle_messages_until_action():
 			"reset":
 				if message.has("seed"):  # ppo_godot.py's reset(seed); Godot RL Agents' protocol has none
 					rng.seed = int(message["seed"])
-				for i in range(n_agents):
-					reset_agent(i)
+				reset_all()
 				if plugin:
 					send({"type": "reset", "obs": observations(), "info": infos()})
 				else:
@@ -225,6 +232,11 @@ func velocity(action):
 			return Vector2(clamp(action["move"][0], -1.0, 1.0), clamp(action["move"][1], -1.0, 1.0))
 	# discrete: stay, up, down, left, right
 	return [Vector2(0, 0), Vector2(0, -1), Vector2(0, 1), Vector2(-1, 0), Vector2(1, 0)][int(action["move"])]
+
+
+func reset_all():
+	for i in range(n_agents):
+		reset_agent(i)
 
 
 func reset_agent(i):

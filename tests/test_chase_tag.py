@@ -1,0 +1,84 @@
+"""The Chase game's tag mode on the real engine (godot/chase/tag.gd): chasers and runners, two policies
+whose spaces differ, opposed rewards, and either side played by the game's own script."""
+import subprocess
+
+import numpy as np
+import pytest
+
+import ppo_godot
+from conftest import REPO, game_pids, needs_godot
+
+GAME = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
+STILL = {"chaser": {"move": 0}, "runner": {"move": [0.0, 0.0]}}  # each side's action that stays put
+
+
+@pytest.fixture
+def tag_game(port):
+    """tag_game(*flags): the game's env_info, and play(actions) -> its reply to one action message."""
+    needs_godot()
+    started = []
+
+    def start(*flags):
+        proc = subprocess.Popen([GAME, f"--port={port}", "--env_seed=3", "--fixed-fps", "60", *flags],
+                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        game = ppo_godot.GuardedGodotEnv(port, proc, 30)
+        started.append((game, proc))
+        game._send_as_json({"type": "reset"})
+        first = ppo_godot.receive(game, 10)
+
+        def play(actions):
+            game._send_as_json({"type": "action", "action": actions})
+            return ppo_godot.receive(game, 10)
+
+        return game.env_info, first, play
+
+    yield start
+    for game, proc in started:
+        game._send_as_json({"type": "close"})
+        proc.wait(timeout=10)
+    assert not game_pids(port)
+
+
+def test_two_policies_with_different_spaces_in_one_game(tag_game):
+    info, first, _ = tag_game()
+    assert info["n_agents"] == 16 and info["agent_policy_names"] == ["chaser", "runner"] * 8
+    assert info["observation_space"][:2] == [{"obs": {"space": "box", "size": [4]}},
+                                             {"obs": {"space": "box", "size": [5]}}]
+    assert info["action_space"][:2] == [{"move": {"action_type": "discrete", "size": 5}},
+                                        {"move": {"action_type": "continuous", "size": 2}}]
+    chaser, runner = (np.array(agent["obs"]) for agent in first["obs"][:2])
+    np.testing.assert_allclose(chaser[:2] + chaser[2:], runner[:2], atol=1e-5)  # the vector to its runner
+    np.testing.assert_allclose(runner[2:4], chaser[2:], atol=1e-5)  # from its chaser: the same vector
+    assert runner[4] == 1.0  # all of the episode left
+
+
+def test_rewards_are_opposed_and_a_pair_ends_together(tag_game):
+    info, _, play = tag_game()
+    names = info["agent_policy_names"]
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(250):
+        reply = play([{"move": int(rng.integers(5))} if name == "chaser" else {"move": rng.uniform(-1, 1, 2).tolist()}
+                      for name in names])
+        rewards, dones = np.array(reply["reward"]), np.array(reply["done"])
+        np.testing.assert_allclose(rewards[0::2], -rewards[1::2], atol=1e-5)
+        assert (dones[0::2] == dones[1::2]).all()
+        ends += dones.sum()
+    assert ends >= 32  # every agent's episode has ended at least once: by 100 steps, a time-out
+
+
+@pytest.mark.parametrize("scripted, learner", [("runner", "chaser"), ("chaser", "runner")])
+def test_the_game_plays_one_side_itself(tag_game, scripted, learner):
+    """Against a learner that stays put, the scripted chaser catches nearly every runner; the scripted
+    runner flees, so a chaser that stays put loses ground and catches none."""
+    info, _, play = tag_game(f"--scripted={scripted}")
+    assert info["n_agents"] == 8 and info["agent_policy_names"] == [learner] * 8
+    returns, caught = np.zeros(8), 0
+    for _ in range(300):
+        reply = play([STILL[learner]] * 8)
+        returns += reply["reward"]
+        caught += sum(done and not step["truncated"] for done, step in zip(reply["done"], reply["info"]))
+    if scripted == "chaser":
+        assert caught >= 24  # 3 episodes of each of 8 runners, nearly all caught
+    else:
+        assert caught == 0 and (returns < 0).all()
