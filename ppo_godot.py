@@ -1142,8 +1142,8 @@ class GuardedGodotEnv(GodotEnv):
                 except socket.timeout:
                     if self.game_exit():
                         hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
-                            " (no DISPLAY is set: a game that opens a window, as a camera game does, "
-                            "needs one; run it under xvfb-run -a)")
+                            " (no DISPLAY is set: if the game opens a window, as a camera game does, run "
+                            "it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
                                         f"{self.game_exit()}{hint}") from None
                     if time.monotonic() > self.deadline:

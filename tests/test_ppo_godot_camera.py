@@ -84,7 +84,7 @@ def test_a_camera_game_without_a_display_is_named_in_one_line(port, tmp_path, mo
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
         f"ppo_godot.py: error: no game connected on port {port}: the game exited with code 255 (no DISPLAY is "
-        f"set: a game that opens a window, as a camera game does, needs one; run it under xvfb-run -a)")
+        f"set: if the game opens a window, as a camera game does, run it under xvfb-run -a)")
     assert not (tmp_path / "runs").exists()
 
 

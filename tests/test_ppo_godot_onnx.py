@@ -72,3 +72,19 @@ def test_export_checkpoint_needs_no_game(monkeypatch, tmp_path):
     agent.load_state_dict(torch.load(checkpoint)["model"])
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     assert_plugin_plays_like_torch(agent, session, {"obs": 4}, {"move": ("discrete", 2)})
+
+
+def test_a_checkpoint_saved_before_cameras_still_exports(monkeypatch, tmp_path):
+    """Checkpoints saved before cameras came record each key's size as a number, not a shape."""
+    monkeypatch.setattr(ppo_godot, "make_envs", lambda args: fake_game())
+    run_dir = ppo_godot.train(ppo_godot.parse_args(GODOT.short + ["--log-dir", str(tmp_path)]))
+    checkpoint = torch.load(f"{run_dir}/ppo_godot.pt")
+    assert [tuple(k) for k in checkpoint["args"]["obs_layout"]] == [("obs", (4,))]
+    checkpoint["args"]["obs_layout"] = [("obs", 4)]  # as 05f8f71 saved it
+    torch.save(checkpoint, tmp_path / "old.pt")
+    proc = run_script("ppo_godot.py", "--export-checkpoint", str(tmp_path / "old.pt"), "--onnx-export-path",
+                      str(tmp_path / "old.onnx"), cwd=tmp_path)
+    assert "exported to" in proc.stdout
+    session = onnxruntime.InferenceSession(str(tmp_path / "old.onnx"), providers=["CPUExecutionProvider"])
+    obs_input = session.get_inputs()[0]
+    assert obs_input.name == "obs" and obs_input.shape[1] == 4
