@@ -1,6 +1,7 @@
 """The Chase game's tag mode on the real engine (godot/chase/tag.gd): chasers and runners, two policies
 whose spaces differ, opposed rewards, and either side played by the game's own script."""
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -82,3 +83,17 @@ def test_the_game_plays_one_side_itself(tag_game, scripted, learner):
         assert caught >= 24  # 3 episodes of each of 8 runners, nearly all caught
     else:
         assert caught == 0 and (returns < 0).all()
+
+
+def test_the_baselines_benchmark_tells_a_chaser_that_heads_for_its_runner_from_one_that_does_not(port):
+    needs_godot()
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import chase_tag_baselines as baselines
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    untrained = baselines.play("runner", baselines.untrained_chaser, port, 300, 7)
+    heading = baselines.play("runner", baselines.heading_chaser, port, 300, 7)
+    assert untrained[2] >= 16 and heading[2] >= 16  # every agent's episode ended at least twice
+    assert untrained[1] == 0 < heading[1]
+    assert not game_pids(port)
