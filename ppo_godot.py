@@ -281,6 +281,8 @@ class Agent(nn.Module):
 
     def encode(self, x):
         """Observation rows -> the heads' input: vector keys as they are, each camera through its CNN."""
+        if not self.cameras:  # vectors only: the row itself, as before cameras came
+            return x
         parts = list(x.float().split([math.prod(shape) for _, shape in self.obs_layout], dim=-1))
         for i, (key, shape) in enumerate(self.obs_layout):
             if key in self.cameras:  # (..., H*W*C) pixels -> (N, C, H, W) in [0, 1], N all leading dims -> (..., 256)

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from common import REPO, write_table
+from godot_chase import scripted_action
 
 sys.path.insert(0, str(REPO))
 import ppo_godot  # noqa: E402
@@ -56,8 +57,10 @@ def untrained_chaser(obs, rng):
     return [{"move": int(m)} for m in rng.integers(0, 5, len(obs))]
 
 
-def heading_chaser(obs, rng):  # the game's script: along the axis with the larger distance to the runner
-    return [{"move": (4 if dx > 0 else 3) if abs(dx) > abs(dy) else (2 if dy > 0 else 1)} for _, _, dx, dy in obs]
+def heading_chaser(obs, rng):
+    """The game's script: along the axis with the larger distance to the runner, as godot_chase.py's
+    scripted policy heads for a target (the chaser observes [x, y, to its runner], that game's layout)."""
+    return [{"move": int(move)} for move in scripted_action(obs, "discrete")[:, 0]]
 
 
 def untrained_runner(obs, rng):

@@ -1,3 +1,4 @@
+import importlib
 import os
 import random
 import re
@@ -40,6 +41,15 @@ def needs_godot():
     # so in two `ERROR: make_dir_recursive` lines on stderr (Godot 3.2.3, godotengine/godot#44873;
     # later starts are quiet), which a test of a one-line error would count: make it as Godot would.
     godot_user_folder().mkdir(parents=True, exist_ok=True)
+
+
+def benchmark(name):
+    """The module benchmarks/<name>.py, as its folder's scripts import each other."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,12 @@
 """The Chase game's tag mode on the real engine (godot/chase/tag.gd): chasers and runners, two policies
 whose spaces differ, opposed rewards, and either side played by the game's own script."""
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import ppo_godot
-from conftest import REPO, game_pids, needs_godot
+from conftest import REPO, benchmark, game_pids, needs_godot
 
 GAME = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
 STILL = {"chaser": {"move": 0}, "runner": {"move": [0.0, 0.0]}}  # each side's action that stays put
@@ -87,11 +86,7 @@ def test_the_game_plays_one_side_itself(tag_game, scripted, learner):
 
 def test_the_baselines_benchmark_tells_a_chaser_that_heads_for_its_runner_from_one_that_does_not(port):
     needs_godot()
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import chase_tag_baselines as baselines
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    baselines = benchmark("chase_tag_baselines")
     untrained = baselines.play("runner", baselines.untrained_chaser, port, 300, 7)
     heading = baselines.play("runner", baselines.heading_chaser, port, 300, 7)
     assert untrained[2] >= 16 and heading[2] >= 16  # every agent's episode ended at least twice

@@ -3,7 +3,6 @@ real engine (Debian's windowed Godot 3, godot3-runner, on a virtual display), de
 put things; trained and exported; and the ways a camera game fails (no display, a headless engine,
 RLlib)."""
 import os
-import sys
 
 import numpy as np
 import onnxruntime
@@ -11,7 +10,7 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import (CHASE, REPO, assert_plugin_plays_like_torch, game_pids, needs_godot,
+from conftest import (CHASE, REPO, benchmark, assert_plugin_plays_like_torch, game_pids, needs_godot,
                       read_scalars, run_dirs, run_script)
 from test_ppo_godot import misbehaving_game
 from test_rllib_godot import RAY_PROCESSES, SCRIPT, pids, rllib_script, wait_until_gone  # noqa: F401 (a fixture)
@@ -139,11 +138,7 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
 
 
 def test_the_pixels_or_positions_benchmark_times_and_trains_the_camera_game(display, port):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import pixels_or_positions
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    pixels_or_positions = benchmark("pixels_or_positions")
     split = pixels_or_positions.time_split("camera", port, steps=10)
     assert set(split) == {"drawing", "hex", "game", "json", "decode", "forward", "update"}
     assert all(v > 0 for v in split.values())
