@@ -29,6 +29,7 @@ import math
 import os
 import pickle
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -98,7 +99,7 @@ def parse_args(argv=None):
     p.add_argument("--eval-checkpoint", default=None,
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
-                   help="at least this many episodes for --eval-checkpoint, as many from every agent")
+                   help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
     # section 9 adds --save-model, --resume, how the game runs and --onnx-export-path, then checks the
     # values (a bad one ends the run in one line); --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
@@ -116,37 +117,45 @@ class GodotVecEnv:
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
         self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
-        # A row per agent: its keys' values, keys sorted. A camera key ("2d" in its name) sends the hex of its
-        # image's bytes row by row, C colour bytes a pixel, though the plugin declares [C, H, W]: (H, W, C) here
-        space = self.games[0].observation_space
-        self.obs_keys = sorted(space.spaces)
-        self.obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
-                           for k in self.obs_keys]
-        width = sum(math.prod(shape) for _, shape in self.obs_layout)
-        if all("2d" in k for k in self.obs_keys):  # uint8 rows, a quarter of float32's bytes (36 x 36 RGB: 3,888)
-            self.single_observation_space = gym.spaces.Box(0, 255, (width,), np.uint8)
+        # Agents that share a policy name (env_info's agent_policy_names: one name in most games) share
+        # one network; a policy's spaces are its first agent's (section 9 checks the others')
+        self.policies, self.agent_policy = {}, []
+        for game in self.games:
+            for agent, name in enumerate(game.agent_policy_names):
+                if name not in self.policies:
+                    self.policies[name] = read_policy(name, game, agent)
+                self.policies[name].agents.append(len(self.agent_policy))
+                self.agent_policy.append(self.policies[name])
+        # One row per agent. Several policies: each row padded with zeros to the widest policy's
+        if all("2d" in k for policy in self.policies.values() for k in policy.obs_keys):  # uint8 rows, a
+            dtype, low, high = np.uint8, 0, 255  # quarter of float32's bytes (36 x 36 RGB: 3,888)
         else:  # float32: vectors as sent, and any camera's pixels as floats 0-255
-            self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
-        # The actions in the order the game declares them, as its env_info sent them: godot-rl's
-        # Dict space sorts them by name, and the plugin reads an ONNX model's output in declared order
-        declared = self.games[0].env_info["action_space"]
-        declared = declared[0] if isinstance(declared, list) else declared  # one entry per agent, or one for all
-        self.action_heads = [(name, spec["action_type"], int(spec["size"])) for name, spec in declared.items()]
-        if all(kind == "discrete" for _, kind, _ in self.action_heads):  # stored as one index per action
-            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in self.action_heads])
+            dtype, low, high = np.float32, -np.inf, np.inf
+        width = max(policy.width for policy in self.policies.values())
+        self.single_observation_space = gym.spaces.Box(low, high, (width,), dtype)
+        (first, *others) = self.policies.values()
+        if not others and all(kind == "discrete" for _, kind, _ in first.action_heads):  # one index per action
+            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in first.action_heads])
         else:  # as floats: each discrete action's index, then or before each continuous one's values
-            columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
+            columns = max(policy.columns for policy in self.policies.values())
             self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
-        self.num_envs = sum(game.num_envs for game in self.games)
+        for policy in self.policies.values():
+            policy.padding = np.zeros(width - policy.width, dtype)
+            policy.agents = np.array(policy.agents)
+        # TensorBoard tags: charts/episodic_return, or with several policies charts/episodic_return/<name>
+        self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]
+        self.num_envs = len(self.agent_policy)
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
 
     def observations(self, replies):
-        """Every agent's row: its keys' values joined, a camera's hex string turned into its bytes."""
+        """Every agent's row: its policy's keys' values joined, a camera's hex string turned into its bytes."""
+        agents = (agent for reply in replies for agent in reply["obs"])
         with observation_errors(self, replies):  # section 9: a value unlike its declaration gets one line
             return np.array([np.concatenate([np.frombuffer(bytes.fromhex(agent[k]), np.uint8) if "2d" in k
-                                             else agent[k] for k in self.obs_keys])
-                             for reply in replies for agent in reply["obs"]], dtype=self.single_observation_space.dtype)
+                                             else agent[k] for k in policy.obs_keys] + [policy.padding])
+                             for agent, policy in zip(agents, self.agent_policy)],
+                            dtype=self.single_observation_space.dtype)
 
     def reset(self, seed=None):
         """The first observations of new episodes in every game. Game i started with seed --seed + i
@@ -163,9 +172,10 @@ class GodotVecEnv:
         # Send every game its agents' actions first, so the games simulate side by side.
         first = 0
         for game in self.games:
-            agents = actions[first:first + game.num_envs]
+            agents = range(first, first + game.num_envs)
             first += game.num_envs
-            game._send_as_json({"type": "action", "action": [to_game_action(a, self.action_heads) for a in agents]})
+            game._send_as_json({"type": "action", "action": [
+                to_game_action(actions[i], self.agent_policy[i].action_heads) for i in agents]})
         replies = [receive(game, self.step_timeout) for game in self.games]
         reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
         done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
@@ -190,22 +200,41 @@ class GodotVecEnv:
         close_games(self)  # section 9: each game told, and its process ended
 
 
+def read_policy(name, game, agent):
+    """A policy's layouts, from one of its agents' spaces. obs_layout: the row's keys, sorted, each (key,
+    shape); a camera key ("2d" in its name) sends the hex of its image's bytes row by row, C colour bytes
+    a pixel, though the plugin declares [C, H, W]: (H, W, C) here. action_heads: the actions in the order
+    the game declares them, as its env_info sent them: godot-rl's Dict space sorts them by name, and the
+    plugin reads an ONNX model's output in declared order."""
+    space = game.observation_spaces[agent]
+    obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
+                  for k in sorted(space.spaces)]
+    declared = game.env_info["action_space"]
+    declared = declared[agent] if isinstance(declared, list) else declared  # one entry per agent, or one for all
+    action_heads = [(key, spec["action_type"], int(spec["size"])) for key, spec in declared.items()]
+    return argparse.Namespace(name=name, obs_layout=obs_layout, obs_keys=[k for k, _ in obs_layout],
+                              action_heads=action_heads, agents=[],
+                              width=sum(math.prod(shape) for _, shape in obs_layout),
+                              columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
+
+
 def make_envs(args):
     with game_errors("the games connected"):  # section 9: a game that fails to start or connect: one line
         envs = GodotVecEnv(args)
-    if args.norm_reward:  # one running statistic shared by all agents
+    if args.norm_reward:
         envs = NormalizeReward(envs, gamma=args.gamma)
     return envs
 
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, clipped to
-    +-10: the siblings' NormalizeReward, for the games' vector env. G restarts at every episode end,
-    and an autoreset step (no transition) is left out. The logged returns stay the game's own."""
+    +-10: the siblings' NormalizeReward, for the games' vector env, with one statistic per policy (its
+    rewards have a scale of their own). G restarts at every episode end, and an autoreset step (no
+    transition) is left out. The logged returns stay the game's own."""
 
     def __init__(self, envs, gamma):
         self.env, self.gamma = envs, gamma
-        self.return_rms = RunningMeanStd(shape=())
+        self.return_rms = {name: RunningMeanStd(shape=()) for name in envs.policies}
         self.discounted_return = np.zeros(envs.num_envs)
 
     def __getattr__(self, name):  # the rest is the games' vector env's
@@ -219,9 +248,12 @@ class NormalizeReward:
         obs, reward, terminated, truncated, infos = self.env.step(actions)
         autoreset = infos["autoreset"]
         self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
-        if not autoreset.all():
-            self.return_rms.update(self.discounted_return[~autoreset])
-        reward = np.clip(reward / np.sqrt(self.return_rms.var + 1e-8), -10, 10).astype(np.float32)
+        std = np.zeros(len(reward), dtype=np.float32)
+        for name, policy in self.env.policies.items():
+            if not autoreset[policy.agents].all():
+                self.return_rms[name].update(self.discounted_return[policy.agents[~autoreset[policy.agents]]])
+            std[policy.agents] = np.sqrt(self.return_rms[name].var + 1e-8)
+        reward = np.clip(reward / std, -10, 10).astype(np.float32)
         self.discounted_return[terminated | truncated] = 0.0
         return obs, reward, terminated, truncated, infos
 
@@ -394,8 +426,8 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
             for i in np.nonzero(infos["_episode"])[0]:
                 episodic_return = float(infos["episode"]["r"][i])
                 print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
-                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
-                writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
+                writer.add_scalar("charts/episodic_return" + envs.policy_tag[i], episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length" + envs.policy_tag[i], infos["episode"]["l"][i], global_step)
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
     return next_obs, next_done, global_step
 
@@ -525,32 +557,35 @@ def train(args):
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     check_game(args, envs)  # section 9: the batch splits into minibatches; the layouts an export needs
-    agent = Agent(envs.obs_layout, envs.action_heads).to(device)
+    agents = AgentPerPolicy(envs.policies, args.frozen_policy).to(device)  # section 9: an Agent per policy name
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    storage = make_storage(args, envs)
+    optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+    rollout = make_storage(args, envs)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
-    with run.guard(envs, agent, optimizer):
+    with run.guard(envs, agents, optimizer):
         # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
-        next_obs, next_done, global_step = run.start()
+        all_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly from --learning-rate to 0
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
-            next_obs, next_done, global_step = collect_rollout(
-                envs, agent, storage, next_obs, next_done, global_step, run.writer, device)
-            logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-            terminations = storage.terminations
-            if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
-                terminations = np.maximum(storage.terminations, storage.truncations)
-            advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
-                                              next_value, args.gamma, args.gae_lambda)
-            stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
-            stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
-            for tag, value in stats.items():
-                run.writer.add_scalar(tag, value, global_step)
-            run.end_iteration(iteration, next_obs, next_done, global_step)  # SPS; where a stop resumes
+            all_obs, next_done, global_step = collect_rollout(
+                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device)
+            # Each policy learns from its own agents' rows only (tags end in "/<name>"); a game of one policy
+            # name (most games) learns from the whole rollout, its tags unchanged
+            for policy_tag, agent, storage, next_obs in agents.learners(rollout, all_obs):
+                logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
+                terminations = storage.terminations
+                if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
+                    terminations = np.maximum(storage.terminations, storage.truncations)
+                advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                                                  next_value, args.gamma, args.gae_lambda)
+                stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
+                stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
+                for tag, value in stats.items():
+                    run.writer.add_scalar(tag + policy_tag, value, global_step)
+            run.end_iteration(iteration, all_obs, next_done, global_step)  # SPS; where a stop resumes
     return run.dir
 
 
@@ -558,29 +593,32 @@ def train(args):
 # 8. Evaluation: play a checkpoint in the game, greedy or sampled
 # ================================================================================================
 def evaluate(args, greedy=True):
-    """Episode returns of the saved policy: greedy plays the most likely action, else a ~ pi(.|s). Every
-    agent's first episodes count, as many from each (counting the first to end would favour short ones)."""
+    """Episode returns of each saved policy, {name: returns}: greedy plays the most likely action, else a ~
+    pi(.|s). Every agent's first episodes count, as many from each (counting the first to end would favour
+    short ones)."""
     checkpoint = load_checkpoint(args.eval_checkpoint)
     policy_name = "greedy" if greedy else "sampled"
     envs = make_envs(args)
     with game_errors("the policy played"), contextlib.closing(envs):  # section 9: one line for a game that fails
-        agent = Agent(envs.obs_layout, envs.action_heads)
-        load_weights(agent, checkpoint, args.eval_checkpoint)
-        rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
+        agents = AgentPerPolicy(envs.policies)
+        load_policies(agents, checkpoint, args.eval_checkpoint)  # section 9: those the game names, from the file
+        fewest = min(len(policy.agents) for policy in envs.policies.values())
+        rounds = -(-args.eval_episodes // fewest)  # episodes per agent, rounded up: at least that many per policy
         episodes_done = np.zeros(envs.num_envs, dtype=int)
-        episodic_returns = []
+        episodic_returns = {name: [] for name in envs.policies}
         torch.manual_seed(args.seed)  # the sampled actions repeat for the same seed
         obs, _ = envs.reset(seed=args.seed)
         while episodes_done.min() < rounds:
             with torch.inference_mode():
                 obs_tensor = torch.as_tensor(obs)
-                action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
+                action = agents.get_greedy_action(obs_tensor) if greedy else agents.get_action(obs_tensor)
             obs, _, _, _, infos = envs.step(action.numpy())
             for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
                 if episodes_done[i] < rounds:
-                    episodic_returns.append(float(infos["episode"]["r"][i]))
-                    print(f"{policy_name} eval_episode={len(episodic_returns)}, "
-                          f"episodic_return={episodic_returns[-1]:.1f}")
+                    returns = episodic_returns[envs.agent_policy[i].name]
+                    returns.append(float(infos["episode"]["r"][i]))
+                    print(f"{policy_name} eval_episode={len(returns)}{envs.policy_tag[i]}, "
+                          f"episodic_return={returns[-1]:.1f}")
                 episodes_done[i] += 1
     return episodic_returns
 
@@ -651,6 +689,10 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--onnx-export-path", default=None,
                    help="also export the policy to ONNX, as the Godot RL Agents plugin loads it (at the "
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
+    p.add_argument("--frozen-policy", action="append", default=[], metavar="NAME=CHECKPOINT",
+                   help="play the game's policy NAME with its weights from CHECKPOINT (another run's .pt, or an "
+                        "earlier one of this run), kept fixed while the other policies learn: a frozen opponent; "
+                        "repeat it to freeze more")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
     theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
@@ -673,6 +715,18 @@ def parse_and_check(p, flag, argv):
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
     if args.track and importlib.util.find_spec("wandb") is None:
         fail("--track needs the wandb package: pip install -r requirements-track.txt")
+    frozen = {}
+    for value in args.frozen_policy:  # NAME=CHECKPOINT: the game's names are checked once it runs (check_game)
+        name, _, path = value.partition("=")
+        if not (name and path):
+            fail(f"--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {value!r}")
+        saved_policy(saved_policies(load_checkpoint(path)) or fail(f"{path} predates checkpoints that record the "
+                                                                    f"game's layout: train it again"), name, path)
+        frozen[name] = os.path.abspath(path)
+    args.frozen_policy = frozen
+    if frozen and (args.eval_checkpoint or args.export_checkpoint):
+        fail("--frozen-policy is for training: --eval-checkpoint and --export-checkpoint take every policy "
+             "from their checkpoint")
     if args.export_checkpoint and not args.onnx_export_path:
         fail("--export-checkpoint writes the model to --onnx-export-path: give that too")
     if args.onnx_export_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.onnx_export_path))):
@@ -686,19 +740,32 @@ def parse_and_check(p, flag, argv):
 
 
 def check_game(args, envs):
-    """What the game decided, checked once it is up: the batch (its agents x --num-steps) must split
-    into minibatches, and the observation keys must not clash with the ONNX model's own names. The
-    layouts go into the checkpoint, for an ONNX export without a game."""
-    args.obs_layout = envs.obs_layout
-    args.action_heads = envs.action_heads
-    if args.onnx_export_path and onnx_name_clash(envs.obs_keys):  # found now, not after training
+    """What the game decided, checked once it is up: each learning policy's batch (its agents x
+    --num-steps) must split into minibatches, the observation keys must not clash with the ONNX model's
+    own names, and --frozen-policy must name a policy of the game that its checkpoint fits. The layouts
+    go into the checkpoint, for an ONNX export without a game."""
+    args.policies = {name: {"obs_layout": policy.obs_layout, "action_heads": policy.action_heads}
+                     for name, policy in envs.policies.items()}
+    problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
+    for name, path in args.frozen_policy.items():
+        if name not in envs.policies:
+            problems.append(f"--frozen-policy {name}: the game has no policy {name!r}; its agents' policy names are "
+                            f"{', '.join(map(repr, envs.policies))}")
+        else:
+            problems.append(misfit(name, saved_policy(saved_policies(load_checkpoint(path)), name, path),
+                                   envs.policies[name]))
+    if set(envs.policies) <= set(args.frozen_policy):
+        problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
+    for name, policy in envs.policies.items():
+        n_agents = len(policy.agents)
+        rows = f"{n_agents} agents x --num-steps {args.num_steps} = {n_agents * args.num_steps}"
+        if name not in args.frozen_policy:
+            problems.append(minibatch_problem(n_agents * args.num_steps, args.num_minibatches,
+                                              rows if len(envs.policies) == 1 else f"policy {name!r}: {rows}"))
+    problems = [problem for problem in problems if problem]
+    if problems:  # found now, not after training
         envs.close()
-        fail(onnx_name_clash(envs.obs_keys))
-    problem = minibatch_problem(args.batch_size, args.num_minibatches,
-                                f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
-    if problem:
-        envs.close()
-        fail(problem)
+        fail(problems[0])
     if args.total_timesteps < args.batch_size and not args.resume:
         print(f"ppo_godot.py: note: --total-timesteps {args.total_timesteps} is less than one rollout "
               f"({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}): one rollout runs")
@@ -770,8 +837,9 @@ def get_env_state(envs):
 
 def set_env_state(envs, state):
     """Put back the statistics get_env_state saved."""
-    if isinstance(envs, NormalizeReward):
-        envs.return_rms = state["return_rms"]
+    if isinstance(envs, NormalizeReward):  # a run saved before several policies kept one statistic
+        rms = state["return_rms"]
+        envs.return_rms = rms if isinstance(rms, dict) else {name: rms for name in envs.policies}
 
 
 def save_episodes(envs):
@@ -985,11 +1053,14 @@ class GameRun(Run):
                 raise
         if self.args.onnx_export_path:
             try:
-                print(export_onnx(agent, self.args.obs_layout, self.args.onnx_export_path))
+                print(export_policies(agent, self.args.onnx_export_path))
             except OSError as e:
                 fail(f"exporting to {self.args.onnx_export_path} failed ({e.strerror or e}). {self.save(exact=True)}")
 
     def start(self):
+        if not self.args.resume:  # a resumed run has them in its own checkpoint
+            for name, path in self.args.frozen_policy.items():
+                load_policies(self.agent, load_checkpoint(path), path, [name])
         try:
             return super().start()
         except GameError as e:  # before anything was learned
@@ -1001,7 +1072,7 @@ class GameRun(Run):
     def export_or_say_why(self):
         """The ONNX export on a run's way out, which must not end in a traceback."""
         try:
-            return export_onnx(self.agent, self.args.obs_layout, self.args.onnx_export_path)
+            return export_policies(self.agent, self.args.onnx_export_path)
         except OSError as e:
             return f"The ONNX export to {self.args.onnx_export_path} failed ({e.strerror or e})"
 
@@ -1091,6 +1162,134 @@ def load_weights(agent, checkpoint, path):
         agent.load_state_dict(checkpoint["model"])
     except RuntimeError as e:
         fail(f"{path}: its weights do not fit this Agent ({' '.join(str(e).split())[:300]})")
+
+
+# ------------------------------------------------------------------------------------------------
+# Several policies in one game: an Agent per policy name, each learning from its own agents only
+# ------------------------------------------------------------------------------------------------
+class AgentPerPolicy(nn.Module):
+    """The game's policies (GodotVecEnv.policies), an Agent each, acting as one for the rollout and
+    evaluation: each agent's row goes to its policy's Agent, and the actions come back as one row per
+    agent, padded to the widest policy's columns. learners() hands train() each learning policy's own
+    rows of the rollout. A game of one policy name is its one Agent, called as it is: the same samples
+    and the same logs as before several policies. The policies of --frozen-policy act but never learn."""
+
+    def __init__(self, policies, frozen=()):
+        super().__init__()
+        self.policies, self.frozen = policies, set(frozen)
+        self.agents = nn.ModuleDict({name: Agent(policy.obs_layout, policy.action_heads)
+                                     for name, policy in policies.items()})
+        for name in self.frozen:
+            self.agents[name].requires_grad_(False)
+        self.columns = max(policy.columns for policy in policies.values())
+
+    def act(self, x, method):
+        if len(self.agents) == 1:
+            return getattr(next(iter(self.agents.values())), method)(x)
+        action = torch.zeros(len(x), self.columns, device=x.device)
+        for name, policy in self.policies.items():
+            rows = torch.as_tensor(policy.agents, device=x.device)
+            action[rows, :policy.columns] = getattr(self.agents[name], method)(x[rows, :policy.width]).float()
+        return action
+
+    def get_action(self, x):
+        return self.act(x, "get_action")
+
+    def get_greedy_action(self, x):
+        return self.act(x, "get_greedy_action")
+
+    def learners(self, rollout, all_obs):
+        """(tag suffix, Agent, its agents' rows of the rollout, their next observations) for each policy
+        that learns; one policy and none frozen: the rollout itself."""
+        if len(self.agents) == 1 and not self.frozen:
+            yield "", next(iter(self.agents.values())), rollout, all_obs
+            return
+        for name, policy in self.policies.items():
+            if name not in self.frozen:
+                storage = argparse.Namespace(**{key: rows[:, policy.agents] for key, rows in vars(rollout).items()})
+                storage.obs, storage.actions = storage.obs[..., :policy.width], storage.actions[..., :policy.columns]
+                yield f"/{name}", self.agents[name], storage, all_obs[policy.agents, :policy.width]
+
+    # A game of one policy saves its Agent's weights as they were before several policies: "actor.0.weight"
+    # (several: "agents.<name>.actor.0.weight"), so that every checkpoint of such a game loads
+    def state_dict(self, *args, **kwargs):
+        if len(self.agents) == 1:
+            return next(iter(self.agents.values())).state_dict(*args, **kwargs)
+        return super().state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict=True):
+        if len(self.agents) == 1:
+            return next(iter(self.agents.values())).load_state_dict(state_dict, strict)
+        return super().load_state_dict(state_dict, strict)
+
+
+def saved_policies(checkpoint):
+    """{name: (obs_layout, action_heads, weights)} of a checkpoint, or None for one that predates the
+    layouts. One saved before several policies holds one policy, with no name: ""."""
+    saved, model = checkpoint["args"], checkpoint["model"]
+    if "policies" in saved and len(saved["policies"]) == 1:  # the weights as one Agent's (AgentPerPolicy.state_dict)
+        return {name: (spec["obs_layout"], spec["action_heads"], model) for name, spec in saved["policies"].items()}
+    if "policies" in saved:
+        return {name: (spec["obs_layout"], spec["action_heads"],
+                       {key[len(f"agents.{name}."):]: value for key, value in model.items()
+                        if key.startswith(f"agents.{name}.")}) for name, spec in saved["policies"].items()}
+    if "action_heads" not in saved:
+        return None
+    # a vector key's size was saved as a number before cameras came, now as a shape
+    obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
+    return {"": (obs_layout, saved["action_heads"], model)}
+
+
+def saved_policy(saved, name, path):
+    """The saved policy `name`; a file of one policy fits any name (the spaces still must). Else one line
+    naming those the file holds."""
+    if name in saved or len(saved) == 1:
+        return saved.get(name, next(iter(saved.values())))
+    fail(f"{path} holds no policy {name!r}: it holds {', '.join(map(repr, saved))}")
+
+
+def misfit(name, saved, policy):
+    """Why a saved policy (obs_layout, action_heads, ...) cannot play the game's policy `name`, or None."""
+    as_saved = ([(key, tuple(shape)) for key, shape in saved[0]], [tuple(head) for head in saved[1]])
+    in_game = ([(key, tuple(shape)) for key, shape in policy.obs_layout], [tuple(h) for h in policy.action_heads])
+    if as_saved != in_game:
+        return (f"the saved policy for {name!r} observes {as_saved[0]} and acts {as_saved[1]}, but the game's "
+                f"{name!r} observes {in_game[0]} and acts {in_game[1]}")
+    return None
+
+
+def load_policies(agents, checkpoint, path, names=None):
+    """The saved weights of the policies `names` (None: every policy of the game) into AgentPerPolicy,
+    or one line naming a policy the file lacks or whose spaces differ. A game and a file of one policy
+    each go together, whatever their names."""
+    saved = saved_policies(checkpoint)
+    if saved is None:
+        fail(f"{path} predates checkpoints that record the game's layout: train it again")
+    for name in names or agents.agents:
+        policy = saved_policy(saved, name, path)
+        problem = misfit(name, policy, agents.policies[name])
+        if problem:
+            fail(f"{path}: {problem}")
+        try:
+            agents.agents[name].load_state_dict(policy[2])
+        except RuntimeError as e:
+            which = "" if len(agents.agents) == 1 else f" ({name!r})"
+            fail(f"{path}: its weights{which} do not fit this Agent ({' '.join(str(e).split())[:300]})")
+
+
+def onnx_path(path, name, several):
+    """--onnx-export-path for a game of one policy; with several, one file each: model.onnx -> model_<name>.onnx."""
+    return f"{path[:-len('.onnx')]}_{name}.onnx" if several else path
+
+
+def export_policies(agents, path):
+    """Each policy of AgentPerPolicy to its ONNX file; returns what was written, in words."""
+    if len(agents.agents) == 1:
+        return export_onnx(*agents.agents.values(), next(iter(agents.policies.values())).obs_layout, path)
+    for name, agent in agents.agents.items():
+        export_onnx(agent, agents.policies[name].obs_layout, onnx_path(path, name, True))
+    return (f"The policies are exported for the Godot RL Agents plugin, a file each (an AIController's "
+            f"onnx_model_path names its policy's): {', '.join(onnx_path(path, name, True) for name in agents.agents)}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1206,8 +1405,8 @@ class GuardedGodotEnv(GodotEnv):
 
 
 def start_games(args):
-    """The --n-parallel games, started and connected (GuardedGodotEnv), each agent with the spaces
-    of the first game's agent 0 (one policy drives them all), and their processes."""
+    """The --n-parallel games, started and connected (GuardedGodotEnv), and their processes; the
+    agents of each policy name with the spaces of its first agent (one network drives them all)."""
     games = argparse.Namespace(games=[], procs=[])
     try:
         for i in range(args.n_parallel):
@@ -1215,25 +1414,31 @@ def start_games(args):
     except BaseException:
         close_games(games)
         raise
-    first = (games.games[0].observation_spaces[0], games.games[0].action_spaces[0])
+    first = {}  # each policy name's first agent: (spaces, where)
     for game in games.games:
-        for agent, spaces in enumerate(zip(game.observation_spaces, game.action_spaces)):
-            if spaces != first:
+        for agent, (name, *spaces) in enumerate(zip(game.agent_policy_names, game.observation_spaces,
+                                                     game.action_spaces)):
+            where = f"agent {agent} of the game on port {game.port}"
+            problem = None
+            if not re.fullmatch(r"[\w-]+", name):
+                problem = (f"{where} has the policy name {name!r}: a policy name names modules and files here, so "
+                           f"letters, digits, _ and - only")
+            elif first.setdefault(name, (spaces, where))[0] != spaces:
+                problem = (f"{where} has other spaces than {first[name][1]} "
+                           f"({spaces[0]}, {spaces[1]} against {first[name][0][0]}, {first[name][0][1]}): agents "
+                           f"of one policy name ({name!r}) share a network, so they must observe and act alike; "
+                           f"give the others a policy name of their own")
+            for key, space in spaces[0].items():  # a camera ("2d" in its name) declares [C, H, W], as the plugin's do
+                shape = list(space.shape)
+                if len(shape) != (3 if "2d" in key else 1):
+                    problem = problem or (f"the observation {key!r} is declared with the shape {shape}: a camera key "
+                                          f"(\"2d\" in its name) needs [channels, height, width], any other key [size]")
+                elif "2d" in key and min(shape[1:]) < 36:
+                    problem = problem or (f"the camera {key!r} is {shape[1]} x {shape[2]} pixels: the CNN takes at least "
+                                          f"36 x 36, as the plugin's camera sensors do")
+            if problem:
                 close_games(games)
-                fail(f"agent {agent} of the game on port {game.port} has other spaces than agent 0 of the "
-                     f"first game ({spaces[0]}, {spaces[1]} against {first[0]}, {first[1]}): one policy "
-                     f"drives every agent, so all must observe and act alike")
-    space = games.games[0].observation_space
-    for key in space.spaces:  # a camera ("2d" in its name) declares [C, H, W], as the plugin's do
-        shape = list(space[key].shape)
-        if len(shape) != (3 if "2d" in key else 1):
-            close_games(games)
-            fail(f"the observation {key!r} is declared with the shape {shape}: a camera key "
-                 f"(\"2d\" in its name) needs [channels, height, width], any other key [size]")
-        if "2d" in key and min(shape[1:]) < 36:
-            close_games(games)
-            fail(f"the camera {key!r} is {shape[1]} x {shape[2]} pixels: the CNN takes at least 36 x 36, as the "
-                 f"plugin's camera sensors do")
+                fail(problem)
     return games.games, games.procs
 
 
@@ -1284,23 +1489,28 @@ def receive(game, step_timeout):
 def check_first_observations(envs, replies):
     """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared. A camera
     that sends the same colour in every pixel of every agent's first image renders nothing."""
-    for game, reply in zip(envs.games, replies):
-        sent = set(reply["obs"][0])
-        if sent != set(envs.obs_keys):
-            raise GameError(f"the game on port {game.port} sends the observation keys {sorted(sent)} but "
-                            f"declares {envs.obs_keys} in its observation space (get_obs_space): the two "
+    for (game, agent, obs), policy in zip(agents_of(envs, replies), envs.agent_policy):
+        if set(obs) != set(policy.obs_keys):
+            raise GameError(f"the game on port {game.port} sends the observation keys {sorted(obs)} but "
+                            f"declares {policy.obs_keys} in its observation space (get_obs_space): the two "
                             f"must match, or its ONNX model will refuse the observations in play")
     check_observations(envs, replies)  # each value as declared: later steps are checked only when one cannot be read
     rows = envs.observations(replies)
-    first = 0
-    for key, shape in envs.obs_layout:
-        values = rows[:, first:first + math.prod(shape)]
-        first += math.prod(shape)
-        pixels = values.reshape(len(rows), -1, shape[-1])  # (agent, pixel, colour) for a camera
-        if len(shape) == 3 and (pixels == pixels[:, :1]).all():
-            raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from every "
-                            f"agent: the engine renders nothing. A camera needs a window: give --show-window, "
-                            f"and on a machine without a display run under xvfb-run -a")
+    for policy in envs.policies.values():
+        first = 0
+        for key, shape in policy.obs_layout:
+            values = rows[policy.agents, first:first + math.prod(shape)]
+            first += math.prod(shape)
+            pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
+            if len(shape) == 3 and (pixels == pixels[:, :1]).all():
+                raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from "
+                                f"every agent: the engine renders nothing. A camera needs a window: give "
+                                f"--show-window, and on a machine without a display run under xvfb-run -a")
+
+
+def agents_of(envs, replies):
+    """(game, agent index in its game, its observation) of every agent, in the vector env's order."""
+    return [(game, agent, obs) for game, reply in zip(envs.games, replies) for agent, obs in enumerate(reply["obs"])]
 
 
 @contextlib.contextmanager
@@ -1316,26 +1526,25 @@ def observation_errors(envs, replies):
 def check_observations(envs, replies):
     """Each agent sends each key as its space declares it: a camera key the hex of H x W x C bytes, a
     vector key a list of its size; else one line that names the key (GameError)."""
-    for game, reply in zip(envs.games, replies):
-        for agent, obs in enumerate(reply["obs"]):
-            for key, shape in envs.obs_layout:
-                value, declared = obs.get(key), list(game.observation_space[key].shape)
-                where = f"agent {agent} of the game on port {game.port} sends {key!r}"
-                if "2d" in key:
-                    if not isinstance(value, str):  # a game in the plugin's ONNX mode sends floats: see the docs
-                        raise GameError(f"{where} as a {type(value).__name__}, not the hex string of an image's "
-                                        f"bytes that training reads (declared {declared})")
-                    try:
-                        n_bytes = len(bytes.fromhex(value))
-                    except ValueError:
-                        raise GameError(f"{where} as {value[:20]!r}..., which is not hex "
-                                        f"(declared {declared})") from None
-                    if n_bytes != math.prod(shape):
-                        raise GameError(f"{where} as {n_bytes} bytes, but declares the shape {declared}: "
-                                        f"{math.prod(shape)} bytes (H x W x C = {' x '.join(map(str, shape))})")
-                elif not (isinstance(value, list) and len(value) == shape[0]
-                          and all(isinstance(v, (int, float)) for v in value)):
-                    raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
+    for (game, agent, obs), policy in zip(agents_of(envs, replies), envs.agent_policy):
+        for key, shape in policy.obs_layout:
+            value, declared = obs.get(key), list(game.observation_spaces[agent][key].shape)
+            where = f"agent {agent} of the game on port {game.port} sends {key!r}"
+            if "2d" in key:
+                if not isinstance(value, str):  # a game in the plugin's ONNX mode sends floats: see the docs
+                    raise GameError(f"{where} as a {type(value).__name__}, not the hex string of an image's "
+                                    f"bytes that training reads (declared {declared})")
+                try:
+                    n_bytes = len(bytes.fromhex(value))
+                except ValueError:
+                    raise GameError(f"{where} as {value[:20]!r}..., which is not hex "
+                                    f"(declared {declared})") from None
+                if n_bytes != math.prod(shape):
+                    raise GameError(f"{where} as {n_bytes} bytes, but declares the shape {declared}: "
+                                    f"{math.prod(shape)} bytes (H x W x C = {' x '.join(map(str, shape))})")
+            elif not (isinstance(value, list) and len(value) == shape[0]
+                      and all(isinstance(v, (int, float)) for v in value)):
+                raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
 
 
 def close_games(envs):
@@ -1457,19 +1666,17 @@ def export_onnx(agent, obs_layout, path):
 
 
 def export_checkpoint(checkpoint_path, path):
-    """--export-checkpoint: a saved model to ONNX, with no game running."""
-    checkpoint = load_checkpoint(checkpoint_path)
-    saved = checkpoint["args"]
-    if "action_heads" not in saved:
+    """--export-checkpoint: a saved model to ONNX (a file per policy), with no game running."""
+    saved = saved_policies(load_checkpoint(checkpoint_path))
+    if saved is None:
         fail(f"{checkpoint_path} predates checkpoints that record the game's layout: train it again")
-    # a vector key's size was saved as a number before cameras came, now as a shape
-    obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
-    agent = Agent(obs_layout, saved["action_heads"])
-    try:
-        agent.load_state_dict(checkpoint["model"])
-    except (KeyError, RuntimeError):
-        fail(f"{checkpoint_path}: its weights do not fit the game layout it records")
-    print(export_onnx(agent, obs_layout, path))
+    for name, (obs_layout, action_heads, weights) in saved.items():
+        agent = Agent(obs_layout, action_heads)
+        try:
+            agent.load_state_dict(weights)
+        except (KeyError, RuntimeError):
+            fail(f"{checkpoint_path}: its weights do not fit the game layout it records")
+        print(export_onnx(agent, obs_layout, onnx_path(path, name, len(saved) > 1)))
 
 
 if __name__ == "__main__":
@@ -1478,9 +1685,10 @@ if __name__ == "__main__":
         export_checkpoint(args.export_checkpoint, args.onnx_export_path)
     elif args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
         for greedy in (True, False):
-            returns = evaluate(args, greedy)
-            print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "
-                  f"+- {np.std(returns):.1f} over {len(returns)} episodes")
+            played = evaluate(args, greedy)
+            for name, returns in played.items():  # the policy's name too, when the game has several
+                print(f"{'greedy' if greedy else 'sampled'} policy{f' {name}' if len(played) > 1 else ''}: "
+                      f"mean_return={np.mean(returns):.1f} +- {np.std(returns):.1f} over {len(returns)} episodes")
     else:
         try:
             train(args)

@@ -77,7 +77,8 @@ def time_split(kind, port, steps=300):
         rows = [envs.observations([reply]) for reply in replies[20:]]
         decode_ms = (time.perf_counter() - start) / steps * 1000
         torch.manual_seed(0)
-        agent = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
+        (policy,) = envs.policies.values()
+        agent = ppo_godot.Agent(policy.obs_layout, policy.action_heads)
         start = time.perf_counter()
         with torch.inference_mode():
             for row in rows:

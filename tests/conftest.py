@@ -1,3 +1,4 @@
+import argparse
 import importlib
 import os
 import random
@@ -156,11 +157,17 @@ class AsGameActions(gym.ActionWrapper):
 
 
 class FakeGame(gym.vector.VectorWrapper):
-    """What GodotVecEnv adds to a vector env's API: the game's layouts, and infos["autoreset"], the
-    agents that a step only reset (here gymnasium's: those whose episode ended on the step before)."""
+    """What GodotVecEnv adds to a vector env's API: the game's one policy and its layouts, and
+    infos["autoreset"], the agents that a step only reset (here gymnasium's: those whose episode ended
+    on the step before)."""
 
-    obs_keys, obs_layout = ["obs"], [("obs", (4,))]
-    action_heads = [("move", "discrete", 2)]
+    def __init__(self, env):
+        super().__init__(env)
+        policy = argparse.Namespace(name="shared_policy", obs_layout=[("obs", (4,))], obs_keys=["obs"],
+                                    action_heads=[("move", "discrete", 2)], agents=np.arange(self.num_envs),
+                                    width=4, columns=1, padding=np.zeros(0, np.float32))
+        self.policies, self.agent_policy = {"shared_policy": policy}, [policy] * self.num_envs
+        self.policy_tag = [""] * self.num_envs
 
     def reset(self, **kwargs):
         self.autoreset = np.zeros(self.num_envs, dtype=bool)
@@ -207,7 +214,8 @@ class GodotScript(Script):
         args = self.module.parse_args(self.user_argv() + ["--eval-checkpoint", str(checkpoint),
                                                           "--eval-episodes", str(eval_episodes),
                                                           "--seed", str(seed)])
-        return self.module.evaluate(args, greedy)
+        (returns,) = self.module.evaluate(args, greedy).values()  # {policy name: returns}: the game has one
+        return returns
 
 
 # Runs this small take a few seconds: 4 iterations of 256 steps.
@@ -258,6 +266,15 @@ def assert_one_line_error(proc, message, code=2):
 
 def run_dirs(cwd):
     return sorted(p for p in (Path(cwd) / "runs").iterdir() if p.is_dir())
+
+
+def saved_agents(checkpoint_path):
+    """{policy name: (ppo_godot.Agent with its saved weights, its obs_layout)} of a ppo_godot.py checkpoint."""
+    agents = {}
+    for name, (obs_layout, action_heads, weights) in ppo_godot.saved_policies(torch.load(checkpoint_path)).items():
+        agents[name] = (ppo_godot.Agent(obs_layout, action_heads), obs_layout)
+        agents[name][0].load_state_dict(weights)
+    return agents
 
 
 def read_scalars(run_dir):

@@ -14,7 +14,8 @@ the official plugin: reward 1, info {}, the observation already the next episode
 obs-wrong-length (declares 2 floats, sends 3); camera-wrong-size (declares the camera camera_2d
 [3, 36, 36], sends 100 bytes); camera-not-hex (sends that camera as a list of floats, as a game in
 the plugin's ONNX mode does); camera-blank (sends it, every pixel black); camera-flat (declares
-camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36])."""
+camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36]); dotted-policy-name (its
+agents' policy name is "team.a")."""
 import json
 import random
 import socket
@@ -40,12 +41,13 @@ def read_requests():
         receive()
 
 
-def play(obs_key, declared_key="obs", n_agents=2, size=(2,), value=lambda: [random.uniform(-1, 1) for _ in range(2)]):
-    """Sends the spaces of n_agents that declare an observation [declared_key] of this size and one
-    discrete action, then answers reset and action messages until close, observing [obs_key]
+def play(obs_key, declared_key="obs", n_agents=2, size=(2,), value=lambda: [random.uniform(-1, 1) for _ in range(2)],
+         policy_name="shared"):
+    """Sends the spaces of n_agents of policy_name that declare an observation [declared_key] of this size
+    and one discrete action, then answers reset and action messages until close, observing [obs_key]
     (value()): every action ends an episode."""
     read_requests()
-    send({"type": "env_info", "n_agents": n_agents, "agent_policy_names": ["shared"] * n_agents,
+    send({"type": "env_info", "n_agents": n_agents, "agent_policy_names": [policy_name] * n_agents,
           "observation_space": {declared_key: {"space": "box", "size": list(size)}},
           "action_space": {"move": {"action_type": "discrete", "size": 2}}})
     while (message := receive())["type"] != "close":
@@ -89,6 +91,8 @@ elif behaviour == "obs-key-state-ins":
     play(obs_key="state_ins", declared_key="state_ins")
 elif behaviour == "done-every-step":
     play(obs_key="obs")
+elif behaviour == "dotted-policy-name":
+    play(obs_key="obs", policy_name="team.a")
 elif behaviour == "obs-wrong-length":
     play(obs_key="obs", value=lambda: [0.5, 0.5, 0.5])
 elif behaviour == "camera-wrong-size":

@@ -17,7 +17,7 @@ import torch
 
 import ppo_godot
 from conftest import (REPO, as_from_a_terminal, assert_plugin_plays_like_torch, game_pids, read_scalars, run_dirs,
-                      run_script)
+                      run_script, saved_agents)
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
         for kind in ("discrete", "multidiscrete", "continuous", "plugin")}
@@ -73,7 +73,8 @@ def random_policy_return(env_path, port, steps=300):
     """The mean return of an untrained policy: uniform choices, N(0, 1) continuous actions."""
     args = ppo_godot.parse_args(["--env-path", env_path, "--port", str(port), "--seed", "11"])
     envs = ppo_godot.GodotVecEnv(args)
-    untrained = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
+    (policy,) = envs.policies.values()
+    untrained = ppo_godot.Agent(policy.obs_layout, policy.action_heads)
     try:
         obs, _ = envs.reset()
         returns = []
@@ -120,9 +121,7 @@ def test_the_plugin_plays_the_onnx_export_of_a_plugin_like_game_as_torch_does(po
     onnx_path = tmp_path / "policy.onnx"
     run_script("ppo_godot.py", "--env-path", GAME["plugin"], "--port", str(port), "--total-timesteps", "2048",
                "--save-model", "--onnx-export-path", str(onnx_path), cwd=tmp_path)
-    saved = torch.load(run_dirs(tmp_path)[0] / "ppo_godot.pt")
-    agent = ppo_godot.Agent(saved["args"]["obs_layout"], saved["args"]["action_heads"])
-    agent.load_state_dict(saved["model"])
+    ((agent, _),) = saved_agents(run_dirs(tmp_path)[0] / "ppo_godot.pt").values()
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     assert_plugin_plays_like_torch(agent, session, PLUGIN_OBS, PLUGIN_ACTIONS, n=100, obs_range=1.5)
 
@@ -286,6 +285,8 @@ def misbehaving_game(tmp_path, behaviour):
     ("reset", "the game on port {port} exited with code 1", 600),  # seen when sending or when reading
     ("unlike-agents", "agent 1 of the game on port {port} has other spaces than agent 0", 600),
     ("unknown-action-type", "the game on port {port} sent spaces that godot-rl cannot read", 600),
+    ("dotted-policy-name", "agent 0 of the game on port {port} has the policy name 'team.a': a policy name names "
+                           "modules and files here, so letters, digits, _ and - only", 600),
     ("undeclared-obs-key", "the game on port {port} sends the observation keys ['position'] but "
                            "declares ['obs']", 600),
     ("obs-wrong-length", "agent 0 of the game on port {port} sends 'obs' as [0.5, 0.5, 0.5], but declares a "

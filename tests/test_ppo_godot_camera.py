@@ -11,7 +11,7 @@ import torch
 
 import ppo_godot
 from conftest import (CHASE, REPO, benchmark, assert_plugin_plays_like_torch, game_pids, needs_godot,
-                      read_scalars, run_dirs, run_script)
+                      read_scalars, run_dirs, run_script, saved_agents)
 from test_ppo_godot import misbehaving_game
 from test_rllib_godot import RAY_PROCESSES, SCRIPT, pids, rllib_script, wait_until_gone  # noqa: F401 (a fixture)
 
@@ -29,7 +29,7 @@ def test_a_rendered_frame_shows_each_agent_and_its_target_where_they_are(display
     rows, walls grey and the floor black: a flipped or transposed decoding puts them elsewhere."""
     envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", CHASE["camera"], "--port", str(port)]))
     try:
-        assert envs.obs_layout == [("camera_2d", (CAMERA, CAMERA, 3))]  # declared [3, 36, 36]
+        assert envs.policies["shared_policy"].obs_layout == [("camera_2d", (CAMERA, CAMERA, 3))]  # declared [3, 36, 36]
         assert envs.single_observation_space.dtype == np.uint8
         envs.reset()
         game, checked = envs.games[0], 0
@@ -63,10 +63,8 @@ def test_the_camera_game_trains_saves_and_exports_a_model_the_plugin_can_run(dis
                "--total-timesteps", "1024", "--onnx-export-path", str(onnx_path), cwd=tmp_path)
     run_dir = run_dirs(tmp_path)[0]
     assert len(read_scalars(run_dir)["losses/value_loss"]) == 2
-    saved = torch.load(run_dir / "ppo_godot.pt")
-    assert [tuple(k) for k in saved["args"]["obs_layout"]] == [("camera_2d", (CAMERA, CAMERA, 3))]
-    agent = ppo_godot.Agent(saved["args"]["obs_layout"], saved["args"]["action_heads"])
-    agent.load_state_dict(saved["model"])
+    ((agent, obs_layout),) = saved_agents(run_dir / "ppo_godot.pt").values()
+    assert [tuple(k) for k in obs_layout] == [("camera_2d", (CAMERA, CAMERA, 3))]
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     inputs = session.get_inputs()  # the pixels as floats, in the bytes' order, as a game sends them to a model
     assert [i.name for i in inputs] == ["camera_2d", "state_ins"] and inputs[0].shape[1] == CAMERA * CAMERA * 3
@@ -119,15 +117,16 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
     """A row holds the keys in sorted order; a camera's hex string as its bytes, H x W x C as sent,
     and the row is float32 (the pixels exact) when vector keys share it."""
     envs = ppo_godot.GodotVecEnv.__new__(ppo_godot.GodotVecEnv)
-    envs.obs_keys = ["position", "rgb_2d"]
-    envs.obs_layout = [("position", (2,)), ("rgb_2d", (36, 40, 3))]
+    layout = [("position", (2,)), ("rgb_2d", (36, 40, 3))]
+    envs.agent_policy = [ppo_godot.argparse.Namespace(obs_keys=["position", "rgb_2d"], obs_layout=layout,
+                                                      padding=np.zeros(0, np.float32))]
     envs.single_observation_space = ppo_godot.gym.spaces.Box(-np.inf, np.inf, (2 + 36 * 40 * 3,), np.float32)
     pixels = np.random.default_rng(0).integers(0, 256, 36 * 40 * 3).astype(np.uint8)
     reply = {"obs": [{"rgb_2d": pixels.tobytes().hex(), "position": [0.25, -0.5]}]}
     row = envs.observations([reply])
     assert row.dtype == np.float32 and row.shape == (1, 2 + 36 * 40 * 3)
     np.testing.assert_array_equal(row[0], np.concatenate([[0.25, -0.5], pixels]))
-    agent = ppo_godot.Agent(envs.obs_layout, [("move", "discrete", 3)])
+    agent = ppo_godot.Agent(layout, [("move", "discrete", 3)])
     assert agent.encode(torch.as_tensor(row)).shape == (1, 2 + 256)
     seen = []  # what the CNN gets: (N, C, H, W), the pixel at row 5, column 7 that the bytes put there
     agent.cameras["rgb_2d"].register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0]))

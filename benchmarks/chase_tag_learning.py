@@ -1,0 +1,165 @@
+"""Do both policies of the Chase game's tag mode learn? ppo_godot.py trains the chaser and the runner,
+then each plays the game's scripted other side, beside the untrained networks of
+benchmarks/chase_tag_baselines.py.
+
+    python benchmarks/chase_tag_learning.py --seeds 3 --total-timesteps 300000
+
+For each seed, three runs: the two policies together in one game (chase_tag: 8 chasers and 8
+runners, two policy names), the chaser alone against the scripted runner, the runner alone against
+the scripted chaser. After training, each trained policy plays its greedy action (what the plugin's
+ONNX inference plays) against the game's script for --eval-steps steps of 8 agents
+(chase_tag_baselines.play).
+
+The margins, set from chase_tag_baselines before this was run: a trained chaser catches the scripted
+runner in at least 25% of episodes (untrained: 0%), and a trained runner lasts at least 70 steps on
+average against the scripted chaser (untrained: 53.7); on every seed. Writes
+benchmarks/results/chase_tag_learning.md and benchmarks/figures/chase_tag_learning.png (each policy's
+return over training, for each way it was trained).
+"""
+import argparse
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from chase_tag_baselines import play, untrained_chaser, untrained_runner
+from common import REPO, read_run, running_mean, write_table
+
+sys.path.insert(0, str(REPO))
+import ppo_godot  # noqa: E402
+
+GAMES = REPO / "godot" / "chase"
+# (how trained, the game, the policies the run trains)
+TRAININGS = [("together", "chase_tag", ["chaser", "runner"]),
+             ("against the script", "chase_tag_scripted_runner", ["chaser"]),
+             ("against the script", "chase_tag_scripted_chaser", ["runner"])]
+SCRIPTED = {"chaser": "runner", "runner": "chaser"}  # the side the game plays against each learner
+CHASER_MARGIN, RUNNER_MARGIN = 0.25, 70.0
+WINDOW = 100  # episodes in a running mean
+
+
+def train(game, seed, args, workdir):
+    """Trains on the game; returns the run's folder."""
+    folder = Path(workdir) / f"{game}_{seed}"
+    folder.mkdir()
+    subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(GAMES / f"{game}.x86_64"),
+                    "--seed", str(seed), "--port", str(args.port), "--total-timesteps", str(args.total_timesteps),
+                    *shlex.split(args.ppo_args)], cwd=folder, check=True, stdout=subprocess.DEVNULL)
+    return next(folder.glob("runs/*"))
+
+
+def curve(run_dir, name, several):
+    """(agent-steps, episodic returns) of one policy's episodes in a run."""
+    episodes = read_run(run_dir).Scalars("charts/episodic_return" + (f"/{name}" if several else ""))
+    return np.array([e.step for e in episodes]), np.array([e.value for e in episodes])
+
+
+def greedy(checkpoint, name):
+    """The saved policy `name` as chase_tag_baselines.play takes a policy: observations -> game actions."""
+    saved = ppo_godot.saved_policies(torch.load(checkpoint, weights_only=True))
+    obs_layout, action_heads, weights = saved.get(name, next(iter(saved.values())))
+    agent = ppo_godot.Agent(obs_layout, action_heads)
+    agent.load_state_dict(weights)
+
+    def policy(obs, rng):
+        with torch.inference_mode():
+            rows = agent.get_greedy_action(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+        return [ppo_godot.to_game_action(row, action_heads) for row in rows]
+
+    return policy
+
+
+def meets_margin(name, length, caught):
+    return caught >= CHASER_MARGIN if name == "chaser" else length >= RUNNER_MARGIN
+
+
+def plot(curves, command):
+    """Each policy's return over training (left: chaser, right: runner), a line per way it was trained."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.9))
+    for ax, name in zip(axes, ("chaser", "runner")):
+        for how, runs in curves[name].items():
+            grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
+            values = np.stack([np.interp(grid, steps, running_mean(returns, WINDOW)) for steps, returns in runs])
+            line, = ax.plot(grid, values.mean(axis=0), label=f"{how} ({len(runs)} seeds)")
+            ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+        ax.axhline(0, color="gray", linewidth=0.8)
+        ax.set_title(f"the {name}'s return (opponent: its co-learner, or the game's script)", fontsize=9)
+        ax.set_xlabel("agent-steps of the run (all its agents)")
+        ax.set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)")
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Chase tag mode: two policies in one game, and each against a scripted opponent\n"
+                 "line: mean over seeds; band: min-max over seeds", fontsize=9)
+    fig.text(0.01, 0.01, command, fontsize=7, color="gray")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    out = REPO / "benchmarks" / "figures" / "chase_tag_learning.png"
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    print(f"figure: {out}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--total-timesteps", type=int, default=300000, help="agent-steps of each run, all agents")
+    p.add_argument("--eval-steps", type=int, default=2000, help="actions of each match-up after training, 8 agents")
+    p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py, quoted")
+    p.add_argument("--port", type=int, default=12818)
+    args = p.parse_args()
+    command = "python benchmarks/chase_tag_learning.py " + " ".join(sys.argv[1:])
+    started = time.time()
+    untrained = {"chaser": play("runner", untrained_chaser, args.port, args.eval_steps, 7),
+                 "runner": play("chaser", untrained_runner, args.port, args.eval_steps, 7)}
+    rows, curves = [], {"chaser": {}, "runner": {}}
+    with tempfile.TemporaryDirectory() as workdir:
+        for seed in range(1, args.seeds + 1):
+            for how, game, names in TRAININGS:
+                run_dir = train(game, seed, args, workdir)
+                for name in names:
+                    curves[name].setdefault(how, []).append(curve(run_dir, name, len(names) > 1))
+                    length, caught, episodes = play(SCRIPTED[name], greedy(run_dir / "ppo_godot.pt", name),
+                                                    args.port, args.eval_steps, 100 + seed)
+                    rows.append(dict(seed=seed, name=name, how=how, length=length, caught=caught,
+                                     episodes=episodes, sps=read_run(run_dir).Scalars("charts/SPS")[-1].value))
+                    print(rows[-1], flush=True)
+    lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}, {(time.time() - started) / 60:.0f} minutes). "
+             f"After training, each policy plays its greedy action against the game's script: {args.eval_steps} "
+             f"steps of 8 agents. Margins set before measuring: a chaser catches >= {CHASER_MARGIN:.0%}, a runner "
+             f"lasts >= {RUNNER_MARGIN:.0f} steps on average, on every seed.", "",
+             "| policy | trained | seed | against the game's scripted | mean episode length (time-out 100) | caught "
+             "| episodes | margin met | SPS of the run |", "|---|---|---|---|---|---|---|---|---|"]
+    for name in ("chaser", "runner"):
+        length, caught, episodes = untrained[name]
+        lines.append(f"| {name} | untrained | - | {SCRIPTED[name]} | {length:.1f} | {caught:.0%} | {episodes} | - | - |")
+        for row in rows:
+            if row["name"] == name:
+                lines.append(f"| {name} | {row['how']} | {row['seed']} | {SCRIPTED[name]} | {row['length']:.1f} | "
+                             f"{row['caught']:.0%} | {row['episodes']} | "
+                             f"{'yes' if meets_margin(name, row['length'], row['caught']) else 'no'} | "
+                             f"{row['sps']:,.0f} |")
+    lines.append("")
+    for name in ("chaser", "runner"):
+        for how in ("together", "against the script"):
+            mine = [row for row in rows if row["name"] == name and row["how"] == how]
+            measure = "caught" if name == "chaser" else "length"
+            values = [row[measure] for row in mine]
+            shown = [f"{v:.0%}" if name == "chaser" else f"{v:.1f}" for v in values]
+            lines.append(f"- {name}, trained {how}: {measure} {', '.join(shown)} over seeds; margin met on "
+                         f"{sum(meets_margin(name, row['length'], row['caught']) for row in mine)}/{len(mine)} seeds.")
+    write_table("chase_tag_learning", lines)
+    plot(curves, command)
+
+
+if __name__ == "__main__":
+    main()
