@@ -117,15 +117,10 @@ class GodotVecEnv:
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
         self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
-        # Agents that share a policy name (env_info's agent_policy_names: one name in most games) share
-        # one network; a policy's spaces are its first agent's (section 9 checks the others')
-        self.policies, self.agent_policy = {}, []
-        for game in self.games:
-            for agent, name in enumerate(game.agent_policy_names):
-                if name not in self.policies:
-                    self.policies[name] = read_policy(name, game, agent)
-                self.policies[name].agents.append(len(self.agent_policy))
-                self.agent_policy.append(self.policies[name])
+        # Agents that share a policy name (env_info's agent_policy_names: one name in most games) share one
+        # network. A policy's obs_layout: its row's keys, sorted, each (key, shape), a camera's (H, W, C); its
+        # action_heads: its actions in the order the game declares them. Section 9 reads them from the spaces
+        self.policies, self.agent_policy = read_policies(self.games)  # {name: policy}, each agent's policy
         # One row per agent. Several policies: each row padded with zeros to the widest policy's
         if all("2d" in k for policy in self.policies.values() for k in policy.obs_keys):  # uint8 rows, a
             dtype, low, high = np.uint8, 0, 255  # quarter of float32's bytes (36 x 36 RGB: 3,888)
@@ -141,9 +136,7 @@ class GodotVecEnv:
             self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
         for policy in self.policies.values():
             policy.padding = np.zeros(width - policy.width, dtype)
-            policy.agents = np.array(policy.agents)
-        # TensorBoard tags: charts/episodic_return, or with several policies charts/episodic_return/<name>
-        self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]
+        self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]  # of tags: "/chaser"
         self.num_envs = len(self.agent_policy)
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
@@ -198,24 +191,6 @@ class GodotVecEnv:
 
     def close(self):
         close_games(self)  # section 9: each game told, and its process ended
-
-
-def read_policy(name, game, agent):
-    """A policy's layouts, from one of its agents' spaces. obs_layout: the row's keys, sorted, each (key,
-    shape); a camera key ("2d" in its name) sends the hex of its image's bytes row by row, C colour bytes
-    a pixel, though the plugin declares [C, H, W]: (H, W, C) here. action_heads: the actions in the order
-    the game declares them, as its env_info sent them: godot-rl's Dict space sorts them by name, and the
-    plugin reads an ONNX model's output in declared order."""
-    space = game.observation_spaces[agent]
-    obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
-                  for k in sorted(space.spaces)]
-    declared = game.env_info["action_space"]
-    declared = declared[agent] if isinstance(declared, list) else declared  # one entry per agent, or one for all
-    action_heads = [(key, spec["action_type"], int(spec["size"])) for key, spec in declared.items()]
-    return argparse.Namespace(name=name, obs_layout=obs_layout, obs_keys=[k for k, _ in obs_layout],
-                              action_heads=action_heads, agents=[],
-                              width=sum(math.prod(shape) for _, shape in obs_layout),
-                              columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
 
 
 def make_envs(args):
@@ -572,8 +547,7 @@ def train(args):
 
             all_obs, next_done, global_step = collect_rollout(
                 envs, agents, rollout, all_obs, next_done, global_step, run.writer, device)
-            # Each policy learns from its own agents' rows only (tags end in "/<name>"); a game of one policy
-            # name (most games) learns from the whole rollout, its tags unchanged
+            # Each policy learns from its own agents' rows (tags end in /<name>); one policy: all, its tags unchanged
             for policy_tag, agent, storage, next_obs in agents.learners(rollout, all_obs):
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
                 terminations = storage.terminations
@@ -602,8 +576,8 @@ def evaluate(args, greedy=True):
     with game_errors("the policy played"), contextlib.closing(envs):  # section 9: one line for a game that fails
         agents = AgentPerPolicy(envs.policies)
         load_policies(agents, checkpoint, args.eval_checkpoint)  # section 9: those the game names, from the file
-        fewest = min(len(policy.agents) for policy in envs.policies.values())
-        rounds = -(-args.eval_episodes // fewest)  # episodes per agent, rounded up: at least that many per policy
+        # episodes per agent, rounded up, so that the policy of fewest agents plays --eval-episodes
+        rounds = -(-args.eval_episodes // min(len(policy.agents) for policy in envs.policies.values()))
         episodes_done = np.zeros(envs.num_envs, dtype=int)
         episodic_returns = {name: [] for name in envs.policies}
         torch.manual_seed(args.seed)  # the sampled actions repeat for the same seed
@@ -1464,6 +1438,39 @@ def connect(args, port, seed, procs):
             command.append(f"--speedup={args.speedup}")
         procs.append(subprocess.Popen(command, start_new_session=True))
     return GuardedGodotEnv(port, procs[-1] if args.env_path else None, args.connect_timeout)
+
+
+def read_policies(games):
+    """({policy name: its layouts and agents}, each agent's policy): the agents of one name, in the vector
+    env's order, with the layouts of its first agent's spaces (start_games has checked that they share them)."""
+    policies, agent_policy = {}, []
+    for game in games:
+        for agent, name in enumerate(game.agent_policy_names):
+            if name not in policies:
+                policies[name] = read_policy(name, game, agent)
+            policies[name].agents.append(len(agent_policy))
+            agent_policy.append(policies[name])
+    for policy in policies.values():
+        policy.agents = np.array(policy.agents)
+    return policies, agent_policy
+
+
+def read_policy(name, game, agent):
+    """A policy's layouts, from one of its agents' spaces. obs_layout: the row's keys, sorted, each (key,
+    shape); a camera key ("2d" in its name) sends the hex of its image's bytes row by row, C colour bytes
+    a pixel, though the plugin declares [C, H, W]: (H, W, C) here. action_heads: the actions in the order
+    the game declares them, as its env_info sent them: godot-rl's Dict space sorts them by name, and the
+    plugin reads an ONNX model's output in declared order."""
+    space = game.observation_spaces[agent]
+    obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
+                  for k in sorted(space.spaces)]
+    declared = game.env_info["action_space"]
+    declared = declared[agent] if isinstance(declared, list) else declared  # one entry per agent, or one for all
+    action_heads = [(key, spec["action_type"], int(spec["size"])) for key, spec in declared.items()]
+    return argparse.Namespace(name=name, obs_layout=obs_layout, obs_keys=[k for k, _ in obs_layout],
+                              action_heads=action_heads, agents=[],
+                              width=sum(math.prod(shape) for _, shape in obs_layout),
+                              columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
 
 
 def to_game_action(action, action_heads):

@@ -41,6 +41,7 @@ TRAININGS = [("together", "chase_tag", ["chaser", "runner"]),
 SCRIPTED = {"chaser": "runner", "runner": "chaser"}  # the side the game plays against each learner
 CHASER_MARGIN, RUNNER_MARGIN = 0.25, 70.0
 WINDOW = 100  # episodes in a running mean
+FIGURE = REPO / "benchmarks" / "figures" / "chase_tag_learning.png"
 
 
 def train(game, seed, args, workdir):
@@ -53,10 +54,12 @@ def train(game, seed, args, workdir):
     return next(folder.glob("runs/*"))
 
 
-def curve(run_dir, name, several):
-    """(agent-steps, episodic returns) of one policy's episodes in a run."""
-    episodes = read_run(run_dir).Scalars("charts/episodic_return" + (f"/{name}" if several else ""))
-    return np.array([e.step for e in episodes]), np.array([e.value for e in episodes])
+def curves_of(run_dir, name, several):
+    """{"return": (agent-steps, values), "length": ...} of one policy's episodes in a run."""
+    acc, tag = read_run(run_dir), f"/{name}" if several else ""
+    return {measure: (np.array([e.step for e in acc.Scalars(f"charts/episodic_{measure}{tag}")]),
+                      np.array([e.value for e in acc.Scalars(f"charts/episodic_{measure}{tag}")]))
+            for measure in ("return", "length")}
 
 
 def greedy(checkpoint, name):
@@ -79,34 +82,42 @@ def meets_margin(name, length, caught):
 
 
 def plot(curves, command):
-    """Each policy's return over training (left: chaser, right: runner), a line per way it was trained."""
+    """Each policy's return (top) and episode length (bottom) over training, chaser left and runner
+    right, a line per way it was trained."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.9))
-    for ax, name in zip(axes, ("chaser", "runner")):
-        for how, runs in curves[name].items():
-            grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
-            values = np.stack([np.interp(grid, steps, running_mean(returns, WINDOW)) for steps, returns in runs])
-            line, = ax.plot(grid, values.mean(axis=0), label=f"{how} ({len(runs)} seeds)")
-            ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
-        ax.axhline(0, color="gray", linewidth=0.8)
-        ax.set_title(f"the {name}'s return (opponent: its co-learner, or the game's script)", fontsize=9)
-        ax.set_xlabel("agent-steps of the run (all its agents)")
-        ax.set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)")
-        ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("Chase tag mode: two policies in one game, and each against a scripted opponent\n"
-                 "line: mean over seeds; band: min-max over seeds", fontsize=9)
+    fig, axes = plt.subplots(2, 2, figsize=(9.6, 6.6), sharex="col")
+    for row, measure in enumerate(("return", "length")):
+        for ax, name in zip(axes[row], ("chaser", "runner")):
+            for how, runs in curves[name].items():
+                runs = [run[measure] for run in runs]
+                grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
+                values = np.stack([np.interp(grid, steps, running_mean(v, WINDOW)) for steps, v in runs])
+                line, = ax.plot(grid, values.mean(axis=0), label=f"{how} ({len(runs)} seeds)")
+                ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+            if measure == "return":
+                ax.axhline(0, color="gray", linewidth=0.8)
+                ax.set_title(f"the {name} (its opponent: its co-learner, or the game's script)", fontsize=9)
+            else:
+                ax.set_xlabel("agent-steps of the run (all its agents)")
+            better = {("chaser", "length"): ": lower is better", ("runner", "length"): ": higher is better"}
+            ax.set_ylabel(f"episodic {measure}{better.get((name, measure), '')}\n(mean of the last {WINDOW} episodes)",
+                          fontsize=9)
+            ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.suptitle("Chase tag mode: two policies trained together in one game, and each alone against the game's "
+                 "script\nline: mean over seeds; band: min-max over seeds; a time-out ends an episode at 100 steps",
+                 fontsize=9)
     fig.text(0.01, 0.01, command, fontsize=7, color="gray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    out = REPO / "benchmarks" / "figures" / "chase_tag_learning.png"
-    fig.savefig(out, dpi=80)
+    FIGURE.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(FIGURE, dpi=80)
     plt.close(fig)
-    print(f"figure: {out}")
+    print(f"figure: {FIGURE}")
 
 
 def main():
@@ -127,7 +138,7 @@ def main():
             for how, game, names in TRAININGS:
                 run_dir = train(game, seed, args, workdir)
                 for name in names:
-                    curves[name].setdefault(how, []).append(curve(run_dir, name, len(names) > 1))
+                    curves[name].setdefault(how, []).append(curves_of(run_dir, name, len(names) > 1))
                     length, caught, episodes = play(SCRIPTED[name], greedy(run_dir / "ppo_godot.pt", name),
                                                     args.port, args.eval_steps, 100 + seed)
                     rows.append(dict(seed=seed, name=name, how=how, length=length, caught=caught,

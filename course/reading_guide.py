@@ -58,6 +58,9 @@ TOPICS = {
     "advantage normalisation": {s: ["mb_advantages = b_advantages[mb_inds]"] for s in SCRIPTS},
     "learning-rate annealing": {s: ["if args.anneal_lr:"] for s in SCRIPTS},
     "the training loop": {s: ["def train("] for s in SCRIPTS},
+    "several policies in one game: an Agent per policy name, each learning from its own agents' rows": {
+        "ppo_godot.py": ["self.policies, self.agent_policy = read_policies(",
+                         "for policy_tag, agent, storage, next_obs in agents.learners(", "class AgentPerPolicy("]},
     "logging": {s: ['return {"losses/explained_variance"'] for s in SCRIPTS},
     "evaluation and checkpoints": {**{s: ["def evaluate(", "def save_checkpoint(", "def load_checkpoint("]
                                       for s in TRAINING},

@@ -92,3 +92,27 @@ def test_the_baselines_benchmark_tells_a_chaser_that_heads_for_its_runner_from_o
     assert untrained[2] >= 16 and heading[2] >= 16  # every agent's episode ended at least twice
     assert untrained[1] == 0 < heading[1]
     assert not game_pids(port)
+
+
+def test_the_learning_benchmark_trains_each_way_and_plays_each_trained_policy_against_the_script(
+        port, tmp_path, monkeypatch):
+    """On tiny budgets: a row for each policy, each way it was trained and each seed, beside the untrained
+    ones; and a figure of both policies' returns and lengths."""
+    needs_godot()
+    learning = benchmark("chase_tag_learning")
+    common = benchmark("common")
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.setattr(common, "REPO", tmp_path)  # where the table goes
+    monkeypatch.setattr(learning, "FIGURE", tmp_path / "benchmarks" / "figures" / "chase_tag_learning.png")
+    monkeypatch.setattr("sys.argv", ["chase_tag_learning.py", "--seeds", "1", "--total-timesteps", "2048",
+                                     "--eval-steps", "150", "--port", str(port)])
+    learning.main()
+    table = (tmp_path / "benchmarks" / "results" / "chase_tag_learning.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith(("| chaser", "| runner"))]
+    assert [tuple(cell.strip() for cell in row.split("|")[1:4]) for row in rows] == [
+        ("chaser", "untrained", "-"), ("chaser", "together", "1"), ("chaser", "against the script", "1"),
+        ("runner", "untrained", "-"), ("runner", "together", "1"), ("runner", "against the script", "1")]
+    assert all(int(row.split("|")[7]) >= 8 for row in rows)  # every agent's episode ended, by a time-out at most
+    figure = tmp_path / "benchmarks" / "figures" / "chase_tag_learning.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not game_pids(port)
