@@ -12,16 +12,21 @@ which runs RLlib's PPO update (read ppo_godot.py for the algorithm itself). On a
 on each), run this from any of its machines with --address auto.
 
 The games go through godot-rl's RLlib wrapper (godot_rl.wrappers.ray_wrapper.RayVectorGodotEnv);
-GodotRayEnv below fixes what breaks with Ray 2.48, each fix commented where it is made.
+GodotRayEnv below fixes what breaks with Ray 2.48, each fix commented where it is made. A game whose
+agents have several policy names (agent_policy_names, like the Chase game's tag mode) trains one RLlib
+policy per name instead, through GodotMultiAgentEnv, as godot-rl's rllib example maps agents to
+policies; --onnx-export-path writes one model per policy then.
 """
 import argparse
 import contextlib
+import io
 import logging
 import os
 import shutil
 import signal
 import sys
 import time
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -29,10 +34,13 @@ from torch.utils.tensorboard import SummaryWriter
 
 try:
     import ray
+    import torch
     from godot_rl.core.godot_env import GodotEnv
     from godot_rl.wrappers.ray_wrapper import RayVectorGodotEnv
     from ray import tune
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+    from ray.rllib.policy.policy import PolicySpec
     from ray.tune.logger import NoopLogger
 except ImportError as e:
     sys.exit(f"error: {e.msg}: Ray RLlib is an optional install: pip install -r requirements-scale.txt")
@@ -81,6 +89,9 @@ def parse_args(argv=None):
                         "at the end and at any stop; false: only at a stop")
     p.add_argument("--checkpoint-minutes", type=float, default=5,
                    help="minutes between two checkpoints while training (0: after every update)")
+    p.add_argument("--onnx-export-path", default=None,
+                   help="also export the policy for the Godot RL Agents plugin at the end (ppo_godot.py's layout); "
+                        "a game of several policies: one file each, model_<name>.onnx")
     # The games
     p.add_argument("--env-path", required=True, help="the exported game (a .x86_64 file on Linux)")
     p.add_argument("--num-env-runners", type=int, default=2, help="worker processes, one game each")
@@ -113,6 +124,8 @@ def parse_args(argv=None):
                 f"{cpus} (a higher --num-cpus shares the cores)")
     if args.resume and not os.path.isdir(args.resume):
         p.error(f"--resume {args.resume}: no such checkpoint folder")
+    if args.onnx_export_path and not args.onnx_export_path.endswith(".onnx"):
+        args.onnx_export_path = os.path.splitext(args.onnx_export_path)[0] + ".onnx"
     args.env_path = os.path.abspath(args.env_path)  # env runners may start in another folder
     return args
 
@@ -216,11 +229,178 @@ def make_env(env_config):
                        connect_timeout=env_config["connect_timeout"])
 
 
+# ------------------------------------------------------------------------------------------------
+# Several policy names: the game as an RLlib MultiAgentEnv, one RLlib policy per name
+# ------------------------------------------------------------------------------------------------
+class DeclaringGodotEnv(GodotEnv):
+    """GodotEnv, keeping the env_info message: its action spaces sort the actions by name, and the
+    plugin reads an ONNX model's output in the order the game declares them."""
+
+    def _get_json_dict(self):
+        message = super()._get_json_dict()
+        if message.get("type") == "env_info":
+            self.env_info = message
+        return message
+
+
+def launch_game(port, seed, connect_timeout, **game):
+    """A GodotEnv, which launches the game and reads its spaces, or RuntimeError naming the port (the
+    game that started but never connected ended)."""
+    GodotEnv.DEFAULT_TIMEOUT = connect_timeout  # how long GodotEnv waits for its game to connect
+    try:
+        return DeclaringGodotEnv(port=port, seed=seed, **game)
+    except Exception as e:
+        for pid in child_pids():
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        raise RuntimeError(f"the game on port {port} did not connect: {e}") from None
+
+
+def read_policies(game):
+    """{policy name: (observation space, action space, declared actions [(key, kind, size)])} of a
+    connected GodotEnv; each policy's spaces are its first agent's."""
+    declared = game.env_info["action_space"]
+    policies = {}
+    for agent, name in enumerate(game.agent_policy_names):
+        if name in policies:
+            continue
+        space = game.observation_spaces[agent]
+        if any("2d" in key for key in space.spaces):
+            raise RuntimeError(f"the game observes through a camera: this script trains vector observations "
+                               f"only; train camera games with ppo_godot.py")
+        heads = declared[agent] if isinstance(declared, list) else declared
+        policies[name] = (gym.spaces.Dict({key: gym.spaces.Box(-np.inf, np.inf, space[key].shape, np.float32)
+                                           for key in space.spaces}),  # unbounded: see GodotRayEnv
+                          game.action_spaces[agent],
+                          [(key, head["action_type"], int(head["size"])) for key, head in heads.items()])
+    return policies
+
+
+def probe_game(args):
+    """The game's policies, from a game launched once on port + 1 before any env runner starts, then
+    closed: RLlib needs each policy's spaces before it builds the runners."""
+    with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv prints the spaces
+        game = launch_game(args.port + 1, args.seed, args.connect_timeout, env_path=args.env_path,
+                           show_window=False, framerate=args.framerate or None)
+    try:
+        return game.agent_policy_names, read_policies(game)
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(OSError):
+            game.close()
+        if game.proc is not None:
+            game.proc.wait(timeout=10)
+
+
+class GodotMultiAgentEnv(MultiAgentEnv):
+    """A game of several policy names, for RLlib's multi-agent PPO. Game agent i's k-th episode is
+    the RLlib agent "i/k", which policy_mapping_fn maps to agent i's policy name: each game agent's
+    episodes end on their own, so an RLlib agent ends with its episode (terminated, or truncated by a
+    time-out) and the next episode joins as a new agent, while RLlib's episode (__all__) never ends.
+    The three ways a game resets a finished agent are read as ppo_godot.py reads them: on the next
+    step (info.autoreset: that step only resets it), on the same step with info.final_obs, or on the
+    spot like the plugin (the end counts as terminal). Finished episodes wait in `finished` for the
+    driver, which logs them per policy (RLlib reports an episode's return only when __all__ ends)."""
+
+    def __init__(self, port, seed, connect_timeout, **game):
+        super().__init__()
+        self.game = launch_game(port, seed, connect_timeout, **game)
+        self.names = self.game.agent_policy_names
+        self.policies = read_policies(self.game)
+        n = len(self.names)
+        self.episode, self.waiting = [0] * n, [False] * n  # waiting: ended, the game resets it on the next step
+        self.returns, self.lengths = np.zeros(n), np.zeros(n, dtype=int)
+        self.obs, self.finished = None, []
+
+    def agent(self, i):
+        return f"{i}/{self.episode[i]}"
+
+    def reset(self, *, seed=None, options=None):
+        if self.obs is None:  # RLlib resets once; the game's agents then go on, each resetting itself
+            self.game._send_as_json({"type": "reset"})
+            self.obs = self.game._get_json_dict()["obs"]
+        return {self.agent(i): self.as_arrays(i, obs) for i, obs in enumerate(self.obs) if not self.waiting[i]}, {}
+
+    def step(self, action_dict):
+        actions = [self.to_game(i, action_dict.get(self.agent(i))) for i in range(len(self.names))]
+        self.game._send_as_json({"type": "action", "action": actions})
+        reply = self.game._get_json_dict()
+        self.obs = reply["obs"]
+        obs, rewards, terminateds, truncateds = {}, {}, {"__all__": False}, {"__all__": False}
+        infos = reply.get("info", [{}] * len(self.names))
+        for i, (o, reward, done, info) in enumerate(zip(reply["obs"], reply["reward"], reply["done"], infos)):
+            if self.waiting[i]:  # the step that only reset agent i: its next episode starts here
+                self.waiting[i] = False
+                obs[self.agent(i)] = self.as_arrays(i, o)
+                continue
+            agent = self.agent(i)
+            rewards[agent] = float(reward)
+            self.returns[i] += reward
+            self.lengths[i] += 1
+            if not done:
+                obs[agent] = self.as_arrays(i, o)
+                continue
+            self.finished.append((self.names[i], float(self.returns[i]), int(self.lengths[i])))
+            self.returns[i], self.lengths[i] = 0.0, 0
+            self.episode[i] += 1
+            if "autoreset" in info or "final_obs" in info:  # a time-out bootstraps from V(final observation)
+                truncated = bool(info.get("truncated", False))
+                obs[agent] = self.as_arrays(i, info.get("final_obs", o))
+                self.waiting[i] = "autoreset" in info
+            else:  # reset on the spot: o is the next episode's first, and the end counts as terminal
+                truncated = False
+                obs[agent] = self.as_arrays(i, o)
+            terminateds[agent], truncateds[agent] = not truncated, truncated
+            if not self.waiting[i]:
+                obs[self.agent(i)] = self.as_arrays(i, o)
+        return obs, rewards, terminateds, truncateds, {}
+
+    def to_game(self, i, action):
+        """Agent i's action as the game reads it; an agent with none (the step that resets it) stays put."""
+        out = {}
+        for key, kind, size in self.policies[self.names[i]][2]:
+            value = None if action is None else action[key]
+            if kind == "discrete":
+                out[key] = 0 if value is None else int(value)
+            else:  # clipped to [-1, 1], as the plugin clamps an ONNX model's actions
+                out[key] = [0.0] * size if value is None else np.clip(value, -1.0, 1.0).tolist()
+        return out
+
+    def as_arrays(self, i, observation):  # JSON gives lists, which RLlib's preprocessors refuse
+        return {key: np.asarray(observation[key], dtype=np.float32)
+                for key in self.policies[self.names[i]][0].spaces}
+
+    def pop_finished(self):
+        finished, self.finished = self.finished, []
+        return finished
+
+    def close(self):
+        with contextlib.suppress(OSError):  # a game that died already cannot be asked
+            self.game.close()
+        if self.game.proc is not None:
+            try:
+                self.game.proc.wait(timeout=10)
+            except Exception:
+                self.game.proc.kill()
+                self.game.proc.wait()
+
+
+def make_multi_agent_env(env_config):
+    """Run in each env runner: launch its game on port base_port + worker_index."""
+    game = {key: value for key, value in env_config.items()
+            if key not in ("base_port", "seed", "connect_timeout", "autoreset_mode")}
+    return GodotMultiAgentEnv(port=env_config["base_port"] + env_config.worker_index,
+                              seed=env_config["seed"] + env_config.worker_index,
+                              connect_timeout=env_config["connect_timeout"], **game)
+
+
 # ================================================================================================
 # 3. RLlib's PPO, set like ppo_godot.py
 # ================================================================================================
-def build_algorithm(args):
-    tune.register_env("godot", make_env)
+def build_algorithm(args, names, policies):
+    """names: each game agent's policy name; policies: {name: spaces}. One name: the vector env, one
+    RLlib policy; several: GodotMultiAgentEnv, an RLlib policy per name."""
+    several = len(policies) > 1
+    tune.register_env("godot", make_multi_agent_env if several else make_env)
     config = (
         PPOConfig()
         # godot-rl's wrapper is an old-API-stack VectorEnv; RLlib 2.48 defaults to the new stack
@@ -230,8 +410,11 @@ def build_algorithm(args):
             "env_path": args.env_path, "show_window": False, "speedup": args.speedup,
             "action_repeat": args.action_repeat, "framerate": args.framerate or None,
             "autoreset_mode": "same_step",  # see GodotRayEnv; other games ignore the flag
-            "base_port": args.port, "seed": args.seed, "connect_timeout": args.connect_timeout})
-        .env_runners(num_env_runners=args.num_env_runners, rollout_fragment_length=args.num_steps,
+            "base_port": args.port, "seed": args.seed, "connect_timeout": args.connect_timeout},
+            disable_env_checking=several)  # the check steps a game in the driver, where none runs
+        # a game's agents step together: a fragment is --num-steps steps of each, counted in agent-steps
+        .env_runners(num_env_runners=args.num_env_runners,
+                     rollout_fragment_length=args.num_steps * len(names) if several else args.num_steps,
                      # on the old stack, this keeps the driver from launching a game that never plays
                      create_local_env_runner=False)
         .training(lr=args.learning_rate, gamma=args.gamma, lambda_=args.gae_lambda,
@@ -244,6 +427,11 @@ def build_algorithm(args):
         .fault_tolerance(restart_failed_env_runners=False)  # a game that fails ends the run
         .debugging(seed=args.seed)
     )
+    if several:  # game agent i's RLlib agents ("i/k", its k-th episode) play agent i's policy
+        config.multi_agent(policies={name: PolicySpec(observation_space=obs_space, action_space=action_space)
+                                     for name, (obs_space, action_space, _) in policies.items()},
+                           policy_mapping_fn=lambda agent_id, *_, **__: names[int(agent_id.split("/")[0])],
+                           count_steps_by="agent_steps")
     return config.build_algo(logger_creator=lambda cfg: NoopLogger(cfg, ""))  # we log, below
 
 
@@ -258,14 +446,8 @@ def log(writer, result, global_step, sps):
     for episodic_return, episodic_length in zip(returns, lengths):  # one point per episode
         writer.add_scalar("charts/episodic_return", episodic_return, global_step)
         writer.add_scalar("charts/episodic_length", episodic_length, global_step)
-    stats = result["info"]["learner"]["default_policy"]["learner_stats"]
     writer.add_scalar("charts/SPS", sps, global_step)
-    writer.add_scalar("charts/learning_rate", stats["cur_lr"], global_step)
-    writer.add_scalar("losses/value_loss", stats["vf_loss"], global_step)
-    writer.add_scalar("losses/policy_loss", stats["policy_loss"], global_step)
-    writer.add_scalar("losses/entropy", stats["entropy"], global_step)
-    writer.add_scalar("losses/approx_kl", stats["kl"], global_step)
-    writer.add_scalar("losses/explained_variance", stats["vf_explained_var"], global_step)
+    log_learner(writer, result["info"]["learner"]["default_policy"]["learner_stats"], global_step)
     # where the time goes, in ms: per step of an env runner (all its game's agents; env_wait is the
     # game, the rest RLlib's bookkeeping), and per iteration
     for name in ("env_wait_ms", "raw_obs_processing_ms", "inference_ms", "action_processing_ms"):
@@ -276,6 +458,31 @@ def log(writer, result, global_step, sps):
             writer.add_scalar(f"rllib/{name}", result["timers"][name], global_step)
     print(f"global_step={global_step}, episodic_return={np.mean(returns) if returns else float('nan'):.2f}, "
           f"SPS={sps}", flush=True)
+
+
+def log_learner(writer, stats, global_step, policy_tag=""):
+    """One policy's update, under ppo_godot.py's tags (with several policies, /<name> at the end)."""
+    for tag, key in (("charts/learning_rate", "cur_lr"), ("losses/value_loss", "vf_loss"),
+                     ("losses/policy_loss", "policy_loss"), ("losses/entropy", "entropy"), ("losses/approx_kl", "kl"),
+                     ("losses/explained_variance", "vf_explained_var")):
+        writer.add_scalar(tag + policy_tag, stats[key], global_step)
+
+
+def log_policies(writer, algo, result, global_step, sps):
+    """A game of several policies: the episodes each env runner's game finished (GodotMultiAgentEnv), and
+    each policy's update, under ppo_godot.py's tags for several policies."""
+    finished = algo.env_runner_group.foreach_env_runner(
+        lambda runner: runner.foreach_env(lambda env: env.pop_finished()), local_env_runner=False)
+    returns = {}
+    for name, episodic_return, episodic_length in (e for runner in finished for env in runner for e in env):
+        writer.add_scalar(f"charts/episodic_return/{name}", episodic_return, global_step)
+        writer.add_scalar(f"charts/episodic_length/{name}", episodic_length, global_step)
+        returns.setdefault(name, []).append(episodic_return)
+    writer.add_scalar("charts/SPS", sps, global_step)
+    for name, learner in result["info"]["learner"].items():
+        log_learner(writer, learner["learner_stats"], global_step, f"/{name}")
+    ended = ", ".join(f"episodic_return/{name}={np.mean(values):.2f}" for name, values in sorted(returns.items()))
+    print(f"global_step={global_step}, {ended or 'no episode ended'}, SPS={sps}", flush=True)
 
 
 def save(algo, run_dir):
@@ -309,6 +516,52 @@ def stop_code(e):
     return e.code if isinstance(e, SystemExit) else 128 + signal.SIGINT
 
 
+# ================================================================================================
+# 5. The ONNX export, in ppo_godot.py's layout, which the Godot RL Agents plugin loads
+# ================================================================================================
+class OnnxPolicy(torch.nn.Module):
+    """An RLlib policy's network as the plugin feeds and reads it: one input per observation key, named
+    after it (in sorted order, as RLlib flattens them), plus state_ins; out come `output`, the actions in
+    the game's declared order (a discrete action's logits; a continuous one's mean, followed by its log
+    std when the game mixes both kinds), and state_outs (state_ins passed through)."""
+
+    def __init__(self, model, declared):
+        super().__init__()
+        self.model, self.declared = model, declared
+        self.mixed = len({kind for _, kind, _ in declared}) == 2
+
+    def forward(self, *inputs):
+        *obs_parts, state_ins = inputs
+        dist_inputs, _ = self.model.forward({"obs_flat": torch.cat(obs_parts, dim=-1)}, [], None)
+        columns, first = {}, 0
+        for key, kind, size in sorted(self.declared):  # RLlib's order: the action space's, sorted by key
+            width = size if kind == "discrete" else 2 * size  # n logits; or size means, then size log stds
+            columns[key] = dist_inputs[:, first:first + width]
+            first += width
+        output = [columns[key] if kind == "discrete" or self.mixed else columns[key][:, :size]
+                  for key, kind, size in self.declared]
+        return torch.cat(output, dim=-1), state_ins
+
+
+def export_onnx(algo, policies, path):
+    """Each policy to its file (several: path with _<name> before .onnx); returns the files written."""
+    written = []
+    for name, (obs_space, _, declared) in policies.items():
+        policy = algo.get_policy(name if len(policies) > 1 else "default_policy")
+        file = f"{path[:-len('.onnx')]}_{name}.onnx" if len(policies) > 1 else path
+        keys = list(obs_space.spaces)
+        names = keys + ["state_ins", "output", "state_outs"]
+        example = tuple(torch.zeros(1, int(np.prod(obs_space[key].shape))) for key in keys) + (torch.zeros(1),)
+        with warnings.catch_warnings():  # the TorchScript exporter calls itself deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.onnx.export(OnnxPolicy(policy.model, declared).cpu().eval(), example, file + ".tmp",
+                              input_names=names[:-2], output_names=names[-2:], opset_version=17, dynamo=False,
+                              dynamic_axes={name: {0: "batch_size"} for name in names})
+        os.replace(file + ".tmp", file)
+        written.append(file)
+    return written
+
+
 def main(argv=None):
     args = parse_args(argv)
     run_name = f"godot__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -318,8 +571,9 @@ def main(argv=None):
                     + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items()))
 
     logging.getLogger("ray.rllib.utils.actor_manager").setLevel(logging.CRITICAL)  # we say the cause
-    algo, exit_code = None, 0
+    algo, exit_code, policies = None, 0, {}
     try:
+        names, policies = probe_game(args)  # before Ray starts: a game that fails is named at once
         if args.address:
             ray.init(address=args.address, log_to_driver=False)
         else:  # a local cluster, its services on loopback only
@@ -327,15 +581,18 @@ def main(argv=None):
                      _node_ip_address="127.0.0.1")
         # a kill saves the model, like Ctrl-C; set after ray.init, whose own handler aborts the process
         signal.signal(signal.SIGTERM, stop_on_kill)
-        algo = build_algorithm(args)
+        algo = build_algorithm(args, names, policies)
         if args.resume:
             algo.restore(os.path.abspath(args.resume))
-        start_step = global_step = algo._counters["num_env_steps_sampled"]  # > 0 when resumed
+        several = len(policies) > 1  # then steps are counted per agent (count_steps_by), as ppo_godot.py does
+        steps = "num_agent_steps_sampled" if several else "num_env_steps_sampled"
+        start_step = global_step = algo._counters[steps]  # > 0 when resumed
         start_time = last_checkpoint = time.time()
         while global_step < args.total_timesteps:
             result = algo.train()
-            global_step = result["num_env_steps_sampled_lifetime"]
-            log(writer, result, global_step, int((global_step - start_step) / (time.time() - start_time)))
+            global_step = result[steps + "_lifetime"]
+            sps = int((global_step - start_step) / (time.time() - start_time))
+            (log_policies(writer, algo, result, global_step, sps) if several else log(writer, result, global_step, sps))
             if args.save_model and time.time() - last_checkpoint >= 60 * args.checkpoint_minutes:
                 writer.flush()
                 print(f"checkpoint at global_step={global_step} saved to {save(algo, run_dir)}", flush=True)
@@ -351,6 +608,8 @@ def main(argv=None):
         if algo is not None:
             if args.save_model or exit_code:  # no run loses what it has learned
                 print(f"model saved to {save(algo, run_dir)}")
+            if args.onnx_export_path:
+                print(f"exported for the Godot RL Agents plugin: {', '.join(export_onnx(algo, policies, args.onnx_export_path))}")
             algo.stop()  # each env runner closes its game
         writer.close()
         ray.shutdown()

@@ -14,15 +14,19 @@ import threading
 import time
 
 import numpy as np
+import onnxruntime
 import pytest
 
-from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, needs_godot, read_scalars, run_dirs,
-                      run_script)
+from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, needs_godot, plugin_inference,
+                      read_scalars, run_dirs, run_script)
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import godot_chase  # noqa: E402
 
 SCRIPT = "scale/ppo_rllib_godot.py"
+TAG = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
+TAG_POLICIES = {"chaser": (4, {"move": {"action_type": "discrete", "size": 5}}),
+                "runner": (5, {"move": {"action_type": "continuous", "size": 2}})}
 RAY_PROCESSES = r"raylet|gcs_server|ray::|default_worker\.py|ray/dashboard|ray/autoscaler|log_monitor\.py"
 # one worker of `pytest -n` runs them all, in turn: each test checks that no Ray process it started is left
 pytestmark = pytest.mark.xdist_group("ray")
@@ -128,6 +132,46 @@ def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rl
     assert_stopped_and_saved(proc, stdout, stderr, 130, tmp_path)
     assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
+def test_a_game_of_two_policies_trains_an_rllib_policy_each_and_exports_a_model_each(rllib_script, port, tmp_path):
+    """The Chase game's tag mode on one env runner: chasers and runners, two policy names whose spaces
+    differ. Each name gets its RLlib policy, learns (its own losses, its own episodes, under
+    ppo_godot.py's tags for several policies), is saved, and is exported in the plugin's layout: the
+    plugin's inference picks the action RLlib's deterministic policy picks."""
+    ray_before = pids(RAY_PROCESSES)
+    run_script(SCRIPT, "--env-path", TAG, "--num-env-runners", "1", "--num-cpus", "1", "--port", str(port),
+               "--total-timesteps", "4096", "--train-batch-size", "1024", "--num-steps", "32",
+               "--onnx-export-path", str(tmp_path / "tag.onnx"), cwd=tmp_path, timeout=300)
+    run_dir = run_dirs(tmp_path)[0]
+    scalars = read_scalars(run_dir)
+    returns = {}
+    for name, (obs_size, declared) in TAG_POLICIES.items():
+        assert len(scalars[f"losses/value_loss/{name}"]) >= 3 and "losses/value_loss" not in scalars
+        returns[name] = [value for _, value in scalars[f"charts/episodic_return/{name}"]]
+        assert len(returns[name]) >= 16  # 256 steps of each of 8 agents: every pair's episode ends by 100
+        assert_plugin_plays_like_rllib(run_dir / "checkpoint" / "policies" / name, tmp_path / f"tag_{name}.onnx",
+                                       obs_size, declared)
+    # a pair's two episodes end together, their rewards opposed: what the chasers won, the runners lost
+    assert sum(returns["chaser"]) == pytest.approx(-sum(returns["runner"]), abs=1e-3)
+    assert not wait_until_gone(game_pattern(port, 1))
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+
+
+def assert_plugin_plays_like_rllib(policy_dir, onnx_path, obs_size, declared):
+    """The plugin's inference (plugin_inference) on the exported model picks, for 50 random observations of
+    the game's one key `obs`, the action of RLlib's deterministic policy saved in policy_dir."""
+    from ray.rllib.policy.policy import Policy
+
+    policy = Policy.from_checkpoint(policy_dir)
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        obs = rng.uniform(-1.5, 1.5, obs_size).astype(np.float32)
+        expected = policy.compute_single_action(obs, explore=False)[0]  # a dict, or a tuple (one action's space)
+        expected = expected["move"] if isinstance(expected, dict) else expected[0]
+        np.testing.assert_allclose(plugin_inference(session, {"obs": obs.tolist()}, declared)["move"], expected,
+                                   rtol=1e-5, atol=1e-5)
 
 
 def make_env(rllib_script, port, **game):
@@ -245,7 +289,8 @@ def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path)
     """A kill (SIGTERM to the driver) after the second update and its periodic checkpoint (with
     --checkpoint-minutes 0, one after each update): exit 143, the model and the log saved."""
     ray_before = pids(RAY_PROCESSES)
-    proc = start_training("discrete", port, tmp_path, "--checkpoint-minutes", "0")
+    proc = start_training("discrete", port, tmp_path, "--checkpoint-minutes", "0",
+                          "--onnx-export-path", str(tmp_path / "chase.onnx"))
     checkpoints = []
     for line in proc.stdout:
         checkpoints += [line] if line.startswith("checkpoint at global_step=") else []
@@ -257,5 +302,8 @@ def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path)
     stdout, stderr = proc.communicate(timeout=120)
     assert_stopped_and_saved(proc, stdout, stderr, 143, tmp_path)
     assert [p.name for p in run_dirs(tmp_path)[0].iterdir() if "checkpoint" in p.name] == ["checkpoint"]
+    # the model the kill saved is exported too, the plugin playing it as RLlib does
+    assert_plugin_plays_like_rllib(run_dirs(tmp_path)[0] / "checkpoint" / "policies" / "default_policy",
+                                   tmp_path / "chase.onnx", 4, {"move": {"action_type": "discrete", "size": 5}})
     assert not wait_until_gone(game_pattern(port, 2))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
