@@ -7,10 +7,10 @@
 
 Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson.
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
-GodotVecEnv; discrete, continuous and mixed actions work, in the order the game declares them.
-Observations: vectors, and cameras ("2d" in the key's name), each camera through a CNN of its own.
-Comments marked ALGO give equations. Below the banner is what keeps a run safe (bad input,
-checkpoints, stop and resume, faults, the game's connection, the ONNX export the plugin plays).
+GodotVecEnv; agents of one policy name share a network, and a game may name several (a chaser and a
+runner: an Agent each). Discrete, continuous and mixed actions work, in the order the game declares them.
+Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO
+comments give equations. Below the banner: what keeps a run safe, and the game's and policies' bookkeeping.
 A game resets a finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
      on the next action, marking that step info["autoreset"]: no transition, left out of the update.
@@ -100,8 +100,8 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs and --onnx-export-path, then checks the
-    # values (a bad one ends the run in one line); --resume takes the saved run's flags
+    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed) and
+    # --onnx-export-path, then checks the values (a bad one: one line); --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 
@@ -121,22 +121,21 @@ class GodotVecEnv:
         # network. A policy's obs_layout: its row's keys, sorted, each (key, shape), a camera's (H, W, C); its
         # action_heads: its actions in the order the game declares them. Section 9 reads them from the spaces
         self.policies, self.agent_policy = read_policies(self.games)  # {name: policy}, each agent's policy
-        # One row per agent. Several policies: each row padded with zeros to the widest policy's
         if all("2d" in k for policy in self.policies.values() for k in policy.obs_keys):  # uint8 rows, a
             dtype, low, high = np.uint8, 0, 255  # quarter of float32's bytes (36 x 36 RGB: 3,888)
         else:  # float32: vectors as sent, and any camera's pixels as floats 0-255
             dtype, low, high = np.float32, -np.inf, np.inf
-        width = max(policy.width for policy in self.policies.values())
+        width = max(policy.width for policy in self.policies.values())  # a row per agent, padded to the widest
         self.single_observation_space = gym.spaces.Box(low, high, (width,), dtype)
         (first, *others) = self.policies.values()
         if not others and all(kind == "discrete" for _, kind, _ in first.action_heads):  # one index per action
             self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in first.action_heads])
-        else:  # as floats: each discrete action's index, then or before each continuous one's values
+        else:  # floats (any game of several policies): each discrete action's index, each continuous one's values
             columns = max(policy.columns for policy in self.policies.values())
             self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
         for policy in self.policies.values():
             policy.padding = np.zeros(width - policy.width, dtype)
-        self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]  # of tags: "/chaser"
+        self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]  # tag ends: "/chaser"
         self.num_envs = len(self.agent_policy)
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
@@ -529,10 +528,11 @@ def train(args):
     run = GameRun(args)  # section 9: the log folder (a new one, or the resumed run's), checkpoints, stops
     envs = make_envs(args)
     args.num_envs = envs.num_envs  # the game decides how many agents (envs) there are
-    args.batch_size = args.num_envs * args.num_steps  # rows per rollout
+    args.batch_size = args.num_envs * args.num_steps  # rows per rollout, all policies' together
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     check_game(args, envs)  # section 9: the batch splits into minibatches; the layouts an export needs
     agents = AgentPerPolicy(envs.policies, args.frozen_policy).to(device)  # section 9: an Agent per policy name
+    # One Adam for all policies: its moments are per weight, and a policy's update steps only its own
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     rollout = make_storage(args, envs)
@@ -547,7 +547,7 @@ def train(args):
 
             all_obs, next_done, global_step = collect_rollout(
                 envs, agents, rollout, all_obs, next_done, global_step, run.writer, device)
-            # Each policy learns from its own agents' rows (tags end in /<name>); one policy: all, its tags unchanged
+            # Each policy learns from its own agents' rows alone; a game of one policy: one pass, the whole rollout
             for policy_tag, agent, storage, next_obs in agents.learners(rollout, all_obs):
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
                 terminations = storage.terminations
@@ -598,8 +598,8 @@ def evaluate(args, greedy=True):
 
 
 # ================================================================================================
-# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection, the ONNX
-#    export. Nothing below changes what is learned
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection, several
+#    policies' bookkeeping (whose rows are whose), the ONNX export. PPO itself is all above
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):

@@ -81,17 +81,17 @@ def meets_margin(name, length, caught):
     return caught >= CHASER_MARGIN if name == "chaser" else length >= RUNNER_MARGIN
 
 
-def plot(curves, command):
-    """Each policy's return (top) and episode length (bottom) over training, chaser left and runner
-    right, a line per way it was trained."""
+def plot(curves, command, out):
+    """Each policy's return (top) and episode length (bottom) over training, a column per policy
+    (chaser, runner), a line per way it was trained."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(9.6, 6.6), sharex="col")
+    fig, axes = plt.subplots(2, len(curves), figsize=(4.8 * len(curves), 6.6), sharex="col", squeeze=False)
     for row, measure in enumerate(("return", "length")):
-        for ax, name in zip(axes[row], ("chaser", "runner")):
+        for ax, name in zip(axes[row], curves):
             for how, runs in curves[name].items():
                 runs = [run[measure] for run in runs]
                 grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
@@ -114,10 +114,10 @@ def plot(curves, command):
                  fontsize=9)
     fig.text(0.01, 0.01, command, fontsize=7, color="gray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(FIGURE, dpi=80)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=80)
     plt.close(fig)
-    print(f"figure: {FIGURE}")
+    print(f"figure: {out}")
 
 
 def main():
@@ -127,15 +127,21 @@ def main():
     p.add_argument("--eval-steps", type=int, default=2000, help="actions of each match-up after training, 8 agents")
     p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py, quoted")
     p.add_argument("--port", type=int, default=12818)
+    p.add_argument("--games", default=",".join(game for _, game, _ in TRAININGS),
+                   help="the trainings to run, by game, comma-separated (default: all three)")
+    p.add_argument("--out", default="chase_tag_learning",
+                   help="the name of the results table and figure (results/<out>.md, figures/<out>.png)")
     args = p.parse_args()
+    trainings = [training for training in TRAININGS if training[1] in args.games.split(",")]
     command = "python benchmarks/chase_tag_learning.py " + " ".join(sys.argv[1:])
     started = time.time()
-    untrained = {"chaser": play("runner", untrained_chaser, args.port, args.eval_steps, 7),
-                 "runner": play("chaser", untrained_runner, args.port, args.eval_steps, 7)}
+    learners = [name for name in ("chaser", "runner") if any(name in names for _, _, names in trainings)]
+    untrained = {name: play(SCRIPTED[name], {"chaser": untrained_chaser, "runner": untrained_runner}[name],
+                            args.port, args.eval_steps, 7) for name in learners}
     rows, curves = [], {"chaser": {}, "runner": {}}
     with tempfile.TemporaryDirectory() as workdir:
         for seed in range(1, args.seeds + 1):
-            for how, game, names in TRAININGS:
+            for how, game, names in trainings:
                 run_dir = train(game, seed, args, workdir)
                 for name in names:
                     curves[name].setdefault(how, []).append(curves_of(run_dir, name, len(names) > 1))
@@ -150,7 +156,7 @@ def main():
              f"lasts >= {RUNNER_MARGIN:.0f} steps on average, on every seed.", "",
              "| policy | trained | seed | against the game's scripted | mean episode length (time-out 100) | caught "
              "| episodes | margin met | SPS of the run |", "|---|---|---|---|---|---|---|---|---|"]
-    for name in ("chaser", "runner"):
+    for name in learners:
         length, caught, episodes = untrained[name]
         lines.append(f"| {name} | untrained | - | {SCRIPTED[name]} | {length:.1f} | {caught:.0%} | {episodes} | - | - |")
         for row in rows:
@@ -160,16 +166,18 @@ def main():
                              f"{'yes' if meets_margin(name, row['length'], row['caught']) else 'no'} | "
                              f"{row['sps']:,.0f} |")
     lines.append("")
-    for name in ("chaser", "runner"):
+    for name in learners:
         for how in ("together", "against the script"):
             mine = [row for row in rows if row["name"] == name and row["how"] == how]
+            if not mine:
+                continue
             measure = "caught" if name == "chaser" else "length"
             values = [row[measure] for row in mine]
             shown = [f"{v:.0%}" if name == "chaser" else f"{v:.1f}" for v in values]
             lines.append(f"- {name}, trained {how}: {measure} {', '.join(shown)} over seeds; margin met on "
                          f"{sum(meets_margin(name, row['length'], row['caught']) for row in mine)}/{len(mine)} seeds.")
-    write_table("chase_tag_learning", lines)
-    plot(curves, command)
+    write_table(args.out, lines)
+    plot({name: runs for name, runs in curves.items() if runs}, command, FIGURE.with_name(f"{args.out}.png"))
 
 
 if __name__ == "__main__":
