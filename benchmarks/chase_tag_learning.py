@@ -89,7 +89,7 @@ def plot(curves, command, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, len(curves), figsize=(4.8 * len(curves), 6.6), sharex="col", squeeze=False)
+    fig, axes = plt.subplots(2, len(curves), figsize=(max(4.8 * len(curves), 7.2), 6.6), sharex="col", squeeze=False)
     for row, measure in enumerate(("return", "length")):
         for ax, name in zip(axes[row], curves):
             for how, runs in curves[name].items():
@@ -109,8 +109,8 @@ def plot(curves, command, out):
             ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-    fig.suptitle("Chase tag mode: two policies trained together in one game, and each alone against the game's "
-                 "script\nline: mean over seeds; band: min-max over seeds; a time-out ends an episode at 100 steps",
+    fig.suptitle("Chase tag mode: " + ", ".join(f"the {name} trained {', '.join(runs)}" for name, runs in curves.items())
+                 + "\nline: mean over seeds; band: min-max over seeds; a time-out ends an episode at 100 steps",
                  fontsize=9)
     fig.text(0.01, 0.01, command, fontsize=7, color="gray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))

@@ -265,9 +265,10 @@ def read_policies(game):
         if name in policies:
             continue
         space = game.observation_spaces[agent]
-        if any("2d" in key for key in space.spaces):
-            raise RuntimeError(f"the game observes through a camera: this script trains vector observations "
-                               f"only; train camera games with ppo_godot.py")
+        cameras = [key for key in space.spaces if "2d" in key]
+        if cameras:
+            raise RuntimeError(f"the game observes through a camera ({', '.join(cameras)}): this script trains "
+                               f"vector observations only; train camera games with ppo_godot.py")
         heads = declared[agent] if isinstance(declared, list) else declared
         policies[name] = (gym.spaces.Dict({key: gym.spaces.Box(-np.inf, np.inf, space[key].shape, np.float32)
                                            for key in space.spaces}),  # unbounded: see GodotRayEnv
