@@ -208,3 +208,36 @@ def test_each_policy_s_rewards_are_scaled_by_its_own_statistics():
         _, reward, _, _, _ = envs.step(None)
     assert reward[0] == reward[1] and reward[2] == reward[3]
     assert 0.5 < reward[0] / reward[2] < 2
+
+
+def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_exports_its_own_inputs(tmp_path):
+    """Where several policies meet cameras in the network: each policy's Agent is built from its own
+    layout (a CNN per camera key it has), reads its own agents' rows cut to its own width (the rows are
+    float32, padded to the widest), answers in its own columns of the padded action row, and exports
+    its own ONNX inputs."""
+    watcher = ppo_godot.argparse.Namespace(obs_layout=[("eye_2d", (36, 36, 3))], action_heads=[("turn", "discrete", 3)],
+                                           agents=np.array([0, 2]), width=36 * 36 * 3, columns=1)
+    mover = ppo_godot.argparse.Namespace(obs_layout=[("obs", (5,))], action_heads=[("move", "continuous", 2)],
+                                         agents=np.array([1]), width=5, columns=2)
+    agents = ppo_godot.AgentPerPolicy({"watcher": watcher, "mover": mover})
+    assert list(agents.agents["watcher"].cameras) == ["eye_2d"] and not agents.agents["mover"].cameras
+    rows = torch.zeros(3, 36 * 36 * 3)
+    rows[[0, 2]] = torch.randint(0, 256, (2, 36 * 36 * 3)).float()
+    rows[1, :5] = torch.randn(5)
+    with torch.no_grad():
+        action = agents.get_greedy_action(rows)
+        assert action.shape == (3, 2) and (action[[0, 2], 1] == 0).all()  # the watcher's row padded
+        assert torch.equal(action[[0, 2], :1], agents.agents["watcher"].get_greedy_action(rows[[0, 2]]).float())
+        assert torch.equal(action[[1]], agents.agents["mover"].get_greedy_action(rows[[1], :5]))
+    rollout = ppo_godot.argparse.Namespace(obs=np.zeros((4, 3, 36 * 36 * 3), np.float32),
+                                           actions=np.zeros((4, 3, 2), np.float32), rewards=np.zeros((4, 3)),
+                                           terminations=np.zeros((4, 3)), truncations=np.zeros((4, 3)),
+                                           is_transition=np.ones((4, 3), bool))
+    learned = {tag: (storage.obs.shape, storage.actions.shape, next_obs.shape)
+               for tag, _, storage, next_obs in agents.learners(rollout, rows.numpy())}
+    assert learned == {"/watcher": ((4, 2, 3888), (4, 2, 1), (2, 3888)), "/mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
+    written = ppo_godot.export_policies(agents, str(tmp_path / "two.onnx"))
+    assert "two_watcher.onnx" in written and "two_mover.onnx" in written
+    for name, key in (("watcher", "eye_2d"), ("mover", "obs")):
+        session = onnxruntime.InferenceSession(str(tmp_path / f"two_{name}.onnx"), providers=["CPUExecutionProvider"])
+        assert [i.name for i in session.get_inputs()] == [key, "state_ins"]
