@@ -117,9 +117,8 @@ class GodotVecEnv:
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
         self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
-        # Agents that share a policy name (env_info's agent_policy_names: one name in most games) share one
-        # network. A policy's obs_layout: its row's keys, sorted, each (key, shape), a camera's (H, W, C); its
-        # action_heads: its actions in the order the game declares them. Section 9 reads them from the spaces
+        # Agents of one policy name (agent_policy_names; most games: one) share a network. A policy's obs_layout:
+        # its row's keys, sorted, each (key, shape), a camera's (H, W, C); action_heads: its actions in declared order
         self.policies, self.agent_policy = read_policies(self.games)  # {name: policy}, each agent's policy
         if all("2d" in k for policy in self.policies.values() for k in policy.obs_keys):  # uint8 rows, a
             dtype, low, high = np.uint8, 0, 255  # quarter of float32's bytes (36 x 36 RGB: 3,888)
@@ -133,8 +132,8 @@ class GodotVecEnv:
         else:  # floats (any game of several policies): each discrete action's index, each continuous one's values
             columns = max(policy.columns for policy in self.policies.values())
             self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
-        for policy in self.policies.values():
-            policy.padding = np.zeros(width - policy.width, dtype)
+        for policy in self.policies.values():  # a list of what pads its rows: none for the widest (one policy)
+            policy.padding = [np.zeros(width - policy.width, dtype)] if policy.width < width else []
         self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]  # tag ends: "/chaser"
         self.num_envs = len(self.agent_policy)
         self.episode_returns = np.zeros(self.num_envs)
@@ -145,7 +144,7 @@ class GodotVecEnv:
         agents = (agent for reply in replies for agent in reply["obs"])
         with observation_errors(self, replies):  # section 9: a value unlike its declaration gets one line
             return np.array([np.concatenate([np.frombuffer(bytes.fromhex(agent[k]), np.uint8) if "2d" in k
-                                             else agent[k] for k in policy.obs_keys] + [policy.padding])
+                                             else agent[k] for k in policy.obs_keys] + policy.padding)
                              for agent, policy in zip(agents, self.agent_policy)],
                             dtype=self.single_observation_space.dtype)
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from chase_tag_baselines import play, untrained_chaser, untrained_runner
-from common import REPO, read_run, running_mean, write_table
+from common import REPO, draw_seeds, read_run, write_table
 
 sys.path.insert(0, str(REPO))
 import ppo_godot  # noqa: E402
@@ -93,11 +93,7 @@ def plot(curves, command, out):
     for row, measure in enumerate(("return", "length")):
         for ax, name in zip(axes[row], curves):
             for how, runs in curves[name].items():
-                runs = [run[measure] for run in runs]
-                grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
-                values = np.stack([np.interp(grid, steps, running_mean(v, WINDOW)) for steps, v in runs])
-                line, = ax.plot(grid, values.mean(axis=0), label=f"{how} ({len(runs)} seeds)")
-                ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+                draw_seeds(ax, how, [run[measure] for run in runs], WINDOW)
             if measure == "return":
                 ax.axhline(0, color="gray", linewidth=0.8)
                 ax.set_title(f"the {name} (its opponent: its co-learner, or the game's script)", fontsize=9)

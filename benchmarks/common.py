@@ -65,6 +65,15 @@ def running_mean(returns, window):
     return sums / np.minimum(np.arange(1, len(returns) + 1), window)
 
 
+def draw_seeds(ax, label, runs, window):
+    """On ax, the mean over seeds of each seed's running mean of its last `window` values, with the
+    min-max band over seeds. runs: [(steps, values) of each seed]."""
+    grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
+    values = np.stack([np.interp(grid, steps, running_mean(v, window)) for steps, v in runs])
+    line, = ax.plot(grid, values.mean(axis=0), label=f"{label} ({len(runs)} seeds)")
+    ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+
+
 def plot_returns(name, curves, title, command, window=100, lines=()):
     """Learning curves as benchmarks/figures/<name>.png: for each label, the mean over its seeds of
     the mean of the last `window` episodes, with the min-max band over seeds.
@@ -76,10 +85,7 @@ def plot_returns(name, curves, title, command, window=100, lines=()):
 
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for label, runs in curves.items():
-        grid = np.linspace(0, min(steps.max() for steps, _ in runs), 200)
-        values = np.stack([np.interp(grid, steps, running_mean(returns, window)) for steps, returns in runs])
-        line, = ax.plot(grid, values.mean(axis=0), label=f"{label} ({len(runs)} seeds)")
-        ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+        draw_seeds(ax, label, runs, window)
     for (y, label), style in zip(lines, ["--", ":", "-."]):
         ax.axhline(y, color="gray", linestyle=style, linewidth=1, label=label)
     ax.set_xlabel("env steps")

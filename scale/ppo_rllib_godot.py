@@ -148,21 +148,13 @@ class GodotRayEnv(RayVectorGodotEnv):
         GodotEnv.DEFAULT_TIMEOUT = connect_timeout  # how long GodotEnv waits for its game to connect
         try:
             super().__init__(**kwargs)  # launches the game and waits for it
-        except Exception as e:  # end a game that started but never connected, and say which
-            for pid in child_pids():
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
-            raise RuntimeError(f"the game on port {kwargs['port']} did not connect: {e}") from None
-        # godot-rl declares every vector observation in [-1, 1]; the protocol sends no bounds
-        # (Chase's to_target spans [-2, 2]) and RLlib rejects observations outside the space
-        self.observation_space = gym.spaces.Dict({
-            key: space if "2d" in key else gym.spaces.Box(-np.inf, np.inf, space.shape, space.dtype)
-            for key, space in self.observation_space.items()})
-        cameras = [key for key in self.observation_space if "2d" in key]
-        if cameras:  # godot-rl reshapes a camera's H x W x C bytes as the [C, H, W] the plugin declares
+        except Exception as e:
+            raise game_did_not_connect(kwargs["port"], e) from None
+        try:
+            self.observation_space = rllib_observation_space(self.observation_space)
+        except RuntimeError:
             self.close()
-            raise RuntimeError(f"the game observes through a camera ({', '.join(cameras)}): this script trains "
-                               f"vector observations only; train camera games with ppo_godot.py")
+            raise
 
     def vector_reset(self, *, seeds=None, options=None):
         obs, infos = self._env.reset()
@@ -205,6 +197,26 @@ class GodotRayEnv(RayVectorGodotEnv):
             except Exception:
                 self._env.proc.kill()
                 self._env.proc.wait()
+
+
+def game_did_not_connect(port, error):
+    """The error of a game that never connected, once the games this process started are ended."""
+    for pid in child_pids():
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+    return RuntimeError(f"the game on port {port} did not connect: {error}")
+
+
+def rllib_observation_space(space):
+    """A game's observation space as RLlib takes it. godot-rl declares every vector observation in
+    [-1, 1]; the protocol sends no bounds (Chase's to_target spans [-2, 2]) and RLlib rejects
+    observations outside the space: unbounded here. A camera is refused (godot-rl reshapes its
+    H x W x C bytes as the [C, H, W] the plugin declares)."""
+    cameras = [key for key in space.spaces if "2d" in key]
+    if cameras:
+        raise RuntimeError(f"the game observes through a camera ({', '.join(cameras)}): this script trains "
+                           f"vector observations only; train camera games with ppo_godot.py")
+    return gym.spaces.Dict({key: gym.spaces.Box(-np.inf, np.inf, sub.shape, sub.dtype) for key, sub in space.items()})
 
 
 def child_pids():
@@ -250,10 +262,7 @@ def launch_game(port, seed, connect_timeout, **game):
     try:
         return DeclaringGodotEnv(port=port, seed=seed, **game)
     except Exception as e:
-        for pid in child_pids():
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-        raise RuntimeError(f"the game on port {port} did not connect: {e}") from None
+        raise game_did_not_connect(port, e) from None
 
 
 def read_policies(game):
@@ -264,15 +273,8 @@ def read_policies(game):
     for agent, name in enumerate(game.agent_policy_names):
         if name in policies:
             continue
-        space = game.observation_spaces[agent]
-        cameras = [key for key in space.spaces if "2d" in key]
-        if cameras:
-            raise RuntimeError(f"the game observes through a camera ({', '.join(cameras)}): this script trains "
-                               f"vector observations only; train camera games with ppo_godot.py")
         heads = declared[agent] if isinstance(declared, list) else declared
-        policies[name] = (gym.spaces.Dict({key: gym.spaces.Box(-np.inf, np.inf, space[key].shape, np.float32)
-                                           for key in space.spaces}),  # unbounded: see GodotRayEnv
-                          game.action_spaces[agent],
+        policies[name] = (rllib_observation_space(game.observation_spaces[agent]), game.action_spaces[agent],
                           [(key, head["action_type"], int(head["size"])) for key, head in heads.items()])
     return policies
 

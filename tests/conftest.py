@@ -165,7 +165,7 @@ class FakeGame(gym.vector.VectorWrapper):
         super().__init__(env)
         policy = argparse.Namespace(name="shared_policy", obs_layout=[("obs", (4,))], obs_keys=["obs"],
                                     action_heads=[("move", "discrete", 2)], agents=np.arange(self.num_envs),
-                                    width=4, columns=1, padding=np.zeros(0, np.float32))
+                                    width=4, columns=1, padding=[])
         self.policies, self.agent_policy = {"shared_policy": policy}, [policy] * self.num_envs
         self.policy_tag = [""] * self.num_envs
 

@@ -119,7 +119,7 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
     envs = ppo_godot.GodotVecEnv.__new__(ppo_godot.GodotVecEnv)
     layout = [("position", (2,)), ("rgb_2d", (36, 40, 3))]
     envs.agent_policy = [ppo_godot.argparse.Namespace(obs_keys=["position", "rgb_2d"], obs_layout=layout,
-                                                      padding=np.zeros(0, np.float32))]
+                                                      padding=[])]
     envs.single_observation_space = ppo_godot.gym.spaces.Box(-np.inf, np.inf, (2 + 36 * 40 * 3,), np.float32)
     pixels = np.random.default_rng(0).integers(0, 256, 36 * 40 * 3).astype(np.uint8)
     reply = {"obs": [{"rgb_2d": pixels.tobytes().hex(), "position": [0.25, -0.5]}]}
