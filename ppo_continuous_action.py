@@ -424,8 +424,8 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy
     use_obs_rms=False ignores the saved observation statistics (to show why they matter)."""
     checkpoint = load_checkpoint(checkpoint_path)
     env_id = checkpoint["args"]["env_id"]
-    policy_name = "greedy" if greedy else "sampled"
-    run_name = f"{os.path.basename(os.path.dirname(os.path.abspath(checkpoint_path)))}-eval-{policy_name}"
+    mode = "greedy" if greedy else "sampled"
+    run_name = f"{os.path.basename(os.path.dirname(os.path.abspath(checkpoint_path)))}-eval-{mode}"
     norm_obs = checkpoint["obs_rms"] is not None
     envs = wrap_envs(gym.vector.SyncVectorEnv([make_env(env_id, 0, capture_video, run_name)]), norm_obs)
     if norm_obs:
@@ -447,7 +447,7 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy
         obs, _, _, _, infos = envs.step(action.numpy())  # ClipAction: the env gets it clipped
         if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
             episodic_returns.append(float(infos["episode"]["r"][0]))
-            print(f"{policy_name} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
+            print(f"{mode} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
     envs.close()
     return episodic_returns
 
@@ -532,6 +532,7 @@ def resumed_args(args, argv):
                                                           for name in added))
     resumed = argparse.Namespace(**{**vars(args), **checkpoint["args"]})
     resumed.resume = args.resume
+    resumed.checkpoint = checkpoint  # for Run, which takes it out of the flags: the file is read once
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
@@ -647,10 +648,17 @@ class Run:
     Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
     kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
     the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
-    the save they would cut short completes."""
+    the save they would cut short completes.
+
+    The checkpoint keeps the flags (args) as they were when the loop started. A hack that changes args
+    in the loop (a decaying args.ent_coef, say) is not saved, so --resume starts from the flag's value:
+    compute such a value from iteration or global_step, as --anneal-lr does, and a resumed run goes on
+    exactly where it stopped."""
 
     def __init__(self, args):
         self.args = args
+        self.checkpoint = vars(args).pop("checkpoint", None)  # --resume's, read by resumed_args
+        self.flags = args  # what the checkpoint keeps as flags; a copy of args once the loop starts
         if args.resume:  # the same log folder: TensorBoard shows one run
             self.dir = os.path.dirname(args.resume) or "."
         else:
@@ -724,7 +732,7 @@ class Run:
         next_done = np.zeros(args.num_envs, dtype=bool)
         saved = None
         if args.resume:
-            checkpoint = load_checkpoint(args.resume)
+            checkpoint = self.checkpoint
             saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
             self.kept = resumes_to(saved)
             iteration, global_step = saved["iteration"], saved["global_step"]
@@ -757,6 +765,7 @@ class Run:
                 "hyperparameters",
                 "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
             )
+        self.flags = copy.deepcopy(args)
         self.start_time = self.last_status = self.last_checkpoint = time.time()
         return next_obs, next_done, global_step
 
@@ -809,7 +818,7 @@ class Run:
         if self.kept is not None and (resume is None or resumes_to(resume) < self.kept):
             return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept[0]}"
                     f"{' with its episodes' if self.kept[1] else ''}, more than this stop could save")
-        kept = save_checkpoint(self.model_path, self.args, self.agent, resume, self.envs)
+        kept = save_checkpoint(self.model_path, self.flags, self.agent, resume, self.envs)
         self.kept = resumes_to(resume)
         unsaved = unsaved_tensors(self.agent)
         if unsaved:

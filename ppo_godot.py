@@ -7,10 +7,10 @@
 
 Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson.
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
-GodotVecEnv; agents of one policy name share a network, and a game may name several (a chaser and a
-runner: an Agent each). Discrete, continuous and mixed actions work, in the order the game declares them.
-Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO
-comments give equations. Below the banner: what keeps a run safe, and the game's and policies' bookkeeping.
+GodotVecEnv, all played by one network. Discrete, continuous and mixed actions work, in the order the
+game declares them. Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of
+its own. ALGO comments give equations. Below the banner: what keeps a run safe, and the game's guards.
+A game whose agents name several policies (a chaser and a runner) is ppo_godot_multi_policy.py's.
 A game resets a finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
      on the next action, marking that step info["autoreset"]: no transition, left out of the update.
@@ -29,7 +29,6 @@ import math
 import os
 import pickle
 import random
-import re
 import signal
 import socket
 import subprocess
@@ -99,9 +98,9 @@ def parse_args(argv=None):
     p.add_argument("--eval-checkpoint", default=None,
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
-                   help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed) and
-    # --onnx-export-path, then checks the values (a bad one: one line); --resume takes the saved run's flags
+                   help="at least this many episodes for --eval-checkpoint, as many from every agent")
+    # section 9 adds --save-model, --resume, how the game runs and --onnx-export-path, then checks the
+    # values (a bad one: one line); --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 
@@ -117,36 +116,32 @@ class GodotVecEnv:
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
         self.seed = args.seed  # game i's is seed + i
         self.step_timeout = args.step_timeout
-        # Agents of one policy name (agent_policy_names; most games: one) share a network. A policy's obs_layout:
-        # its row's keys, sorted, each (key, shape), a camera's (H, W, C); action_heads: its actions in declared order
-        self.policies, self.agent_policy = read_policies(self.games)  # {name: policy}, each agent's policy
-        if all("2d" in k for policy in self.policies.values() for k in policy.obs_keys):  # uint8 rows, a
-            dtype, low, high = np.uint8, 0, 255  # quarter of float32's bytes (36 x 36 RGB: 3,888)
+        # One network plays every agent: start_games has checked that they share a policy name and spaces
+        self.obs_layout, self.action_heads = read_layouts(self.games[0], agent=0)
+        self.obs_keys = [key for key, _ in self.obs_layout]
+        if all(is_camera(key) for key in self.obs_keys):  # uint8 rows, a quarter of float32's bytes
+            dtype, low, high = np.uint8, 0, 255  # (36 x 36 RGB: 3,888)
         else:  # float32: vectors as sent, and any camera's pixels as floats 0-255
             dtype, low, high = np.float32, -np.inf, np.inf
-        width = max(policy.width for policy in self.policies.values())  # a row per agent, padded to the widest
+        width = sum(math.prod(shape) for _, shape in self.obs_layout)
         self.single_observation_space = gym.spaces.Box(low, high, (width,), dtype)
-        (first, *others) = self.policies.values()
-        if not others and all(kind == "discrete" for _, kind, _ in first.action_heads):  # one index per action
-            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in first.action_heads])
-        else:  # floats (any game of several policies): each discrete action's index, each continuous one's values
-            columns = max(policy.columns for policy in self.policies.values())
+        if all(kind == "discrete" for _, kind, _ in self.action_heads):  # one index per action
+            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in self.action_heads])
+        else:  # floats: each discrete action's index, each continuous one's values
+            columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
             self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
-        for policy in self.policies.values():  # a list of what pads its rows: none for the widest (one policy)
-            policy.padding = [np.zeros(width - policy.width, dtype)] if policy.width < width else []
-        self.policy_tag = [f"/{policy.name}" if others else "" for policy in self.agent_policy]  # tag ends: "/chaser"
-        self.num_envs = len(self.agent_policy)
+        self.num_envs = sum(game.num_envs for game in self.games)
+        self.game_starts = np.cumsum([0] + [game.num_envs for game in self.games])[:-1]  # game i's first agent
         self.episode_returns = np.zeros(self.num_envs)
         self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
 
     def observations(self, replies):
-        """Every agent's row: its policy's keys' values joined, a camera's hex string turned into its bytes."""
-        agents = (agent for reply in replies for agent in reply["obs"])
+        """Every agent's row: its keys' values joined in obs_layout's order, a camera's hex string turned
+        into its bytes."""
         with observation_errors(self, replies):  # section 9: a value unlike its declaration gets one line
-            return np.array([np.concatenate([np.frombuffer(bytes.fromhex(agent[k]), np.uint8) if "2d" in k
-                                             else agent[k] for k in policy.obs_keys] + policy.padding)
-                             for agent, policy in zip(agents, self.agent_policy)],
-                            dtype=self.single_observation_space.dtype)
+            return np.array([np.concatenate([np.frombuffer(bytes.fromhex(obs[key]), np.uint8) if is_camera(key)
+                                             else obs[key] for key in self.obs_keys])
+                             for reply in replies for obs in reply["obs"]], dtype=self.single_observation_space.dtype)
 
     def reset(self, seed=None):
         """The first observations of new episodes in every game. Game i started with seed --seed + i
@@ -155,19 +150,17 @@ class GodotVecEnv:
         for i, game in enumerate(self.games):
             reseed = seed is not None and seed != self.seed
             game._send_as_json({"type": "reset", "seed": seed + i} if reseed else {"type": "reset"})
-        replies = [receive(game, self.step_timeout) for game in self.games]
+        replies = [await_reply(game, self.step_timeout) for game in self.games]
         check_first_observations(self, replies)  # section 9: the keys declared, and no blank camera
         return self.observations(replies), {}
 
     def step(self, actions):
         # Send every game its agents' actions first, so the games simulate side by side.
-        first = 0
-        for game in self.games:
-            agents = range(first, first + game.num_envs)
-            first += game.num_envs
-            game._send_as_json({"type": "action", "action": [
-                to_game_action(actions[i], self.agent_policy[i].action_heads) for i in agents]})
-        replies = [receive(game, self.step_timeout) for game in self.games]
+        for game, start in zip(self.games, self.game_starts):
+            game_actions = actions[start:start + game.num_envs]
+            game._send_as_json({"type": "action", "action": [to_game_action(action, self.action_heads)
+                                                             for action in game_actions]})
+        replies = [await_reply(game, self.step_timeout) for game in self.games]
         reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
         done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
         info = [i for reply in replies for i in reply.get("info", [{}] * len(reply["done"]))]
@@ -191,6 +184,43 @@ class GodotVecEnv:
         close_games(self)  # section 9: each game told, and its process ended
 
 
+def is_camera(key):
+    """A key whose value is an image: the plugin names its camera sensors' keys with "2d"."""
+    return "2d" in key
+
+
+def read_layouts(game, agent):
+    """The row and the action of one agent, from the spaces its game sent. obs_layout: the observation keys,
+    sorted (as godot-rl's Dict space sorts them), each (key, shape); a camera sends the hex of its image's
+    bytes row by row, C colour bytes a pixel, though the plugin declares [C, H, W]: (H, W, C) here.
+    action_heads: each action (name, "discrete", n) or (name, "continuous", size), in the order the game
+    declares them, as its env_info sent them: godot-rl's Dict space sorts them by name, and the plugin
+    reads an ONNX model's output in declared order."""
+    space = game.observation_spaces[agent]
+    obs_layout = [(key, (*space[key].shape[1:], space[key].shape[0]) if is_camera(key) else space[key].shape)
+                  for key in sorted(space.spaces)]
+    declared = game.env_info["action_space"]
+    declared = declared[agent] if isinstance(declared, list) else declared  # one entry per agent, or one for all
+    action_heads = [(name, spec["action_type"], int(spec["size"])) for name, spec in declared.items()]
+    return obs_layout, action_heads
+
+
+def to_game_action(action, action_heads):
+    """One agent's action as the game expects it: {action name: int, or list of floats}, from its
+    row of columns (Agent's layout)."""
+    out, column = {}, 0
+    for name, kind, size in action_heads:
+        if kind == "discrete":
+            out[name] = int(action[column])
+            column += 1
+        else:
+            # clipped to the space's bounds [-1, 1], as the plugin clamps them when it plays a model;
+            # the rollout stores the action as sampled, so log pi(a|s) stays that of the sample
+            out[name] = np.clip(action[column:column + size], -1.0, 1.0).tolist()
+            column += size
+    return out
+
+
 def make_envs(args):
     with game_errors("the games connected"):  # section 9: a game that fails to start or connect: one line
         envs = GodotVecEnv(args)
@@ -201,13 +231,12 @@ def make_envs(args):
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, clipped to
-    +-10: the siblings' NormalizeReward, for the games' vector env, with one statistic per policy (its
-    rewards have a scale of their own). G restarts at every episode end, and an autoreset step (no
-    transition) is left out. The logged returns stay the game's own."""
+    +-10: the siblings' NormalizeReward, for the games' vector env. G restarts at every episode end, and
+    an autoreset step (no transition) is left out. The logged returns stay the game's own."""
 
     def __init__(self, envs, gamma):
         self.env, self.gamma = envs, gamma
-        self.return_rms = {name: RunningMeanStd(shape=()) for name in envs.policies}
+        self.return_rms = RunningMeanStd(shape=())
         self.discounted_return = np.zeros(envs.num_envs)
 
     def __getattr__(self, name):  # the rest is the games' vector env's
@@ -221,11 +250,9 @@ class NormalizeReward:
         obs, reward, terminated, truncated, infos = self.env.step(actions)
         autoreset = infos["autoreset"]
         self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
-        std = np.zeros(len(reward), dtype=np.float32)
-        for name, policy in self.env.policies.items():
-            if not autoreset[policy.agents].all():
-                self.return_rms[name].update(self.discounted_return[policy.agents[~autoreset[policy.agents]]])
-            std[policy.agents] = np.sqrt(self.return_rms[name].var + 1e-8)
+        if not autoreset.all():
+            self.return_rms.update(self.discounted_return[~autoreset])
+        std = np.float32(np.sqrt(self.return_rms.var + 1e-8))
         reward = np.clip(reward / std, -10, 10).astype(np.float32)
         self.discounted_return[terminated | truncated] = 0.0
         return obs, reward, terminated, truncated, infos
@@ -261,7 +288,7 @@ class Agent(nn.Module):
     def __init__(self, obs_layout, action_heads):
         super().__init__()
         self.obs_layout = [(key, tuple(shape)) for key, shape in obs_layout]
-        self.cameras = nn.ModuleDict({key: camera_encoder(*shape) for key, shape in self.obs_layout if "2d" in key})
+        self.cameras = nn.ModuleDict({key: camera_encoder(*shape) for key, shape in self.obs_layout if is_camera(key)})
         obs_dim = sum(256 if key in self.cameras else shape[0] for key, shape in self.obs_layout)
         self.heads = [(kind, size) for _, kind, size in action_heads]
         # the actor's output, action by action: a discrete action's n logits, a continuous one's means
@@ -286,7 +313,7 @@ class Agent(nn.Module):
 
     def encode(self, x):
         """Observation rows -> the heads' input: vector keys as they are, each camera through its CNN."""
-        if not self.cameras:  # vectors only: the row itself, as before cameras came
+        if not self.cameras:  # vectors only: the row itself
             return x
         parts = list(x.float().split([math.prod(shape) for _, shape in self.obs_layout], dim=-1))
         for i, (key, shape) in enumerate(self.obs_layout):
@@ -302,14 +329,14 @@ class Agent(nn.Module):
         """pi(.|s) from hidden = encode(s), the one place the policy's distribution is defined: for each
         action, a discrete one's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
         outputs = self.actor(hidden).split([size for _, size in self.heads], dim=-1)
-        dists, first_logstd = [], 0
+        dists, logstd_column = [], 0
         for (kind, size), output in zip(self.heads, outputs):
             if kind == "discrete":
                 dists.append(torch.log_softmax(output, dim=-1))
             else:
-                logstd = self.actor_logstd[:, first_logstd:first_logstd + size].expand_as(output)
+                logstd = self.actor_logstd[:, logstd_column:logstd_column + size].expand_as(output)
                 dists.append((output, logstd))
-                first_logstd += size
+                logstd_column += size
         return dists
 
     def get_action(self, x):
@@ -399,8 +426,8 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
             for i in np.nonzero(infos["_episode"])[0]:
                 episodic_return = float(infos["episode"]["r"][i])
                 print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
-                writer.add_scalar("charts/episodic_return" + envs.policy_tag[i], episodic_return, global_step)
-                writer.add_scalar("charts/episodic_length" + envs.policy_tag[i], infos["episode"]["l"][i], global_step)
+                writer.add_scalar("charts/episodic_return", episodic_return, global_step)
+                writer.add_scalar("charts/episodic_length", infos["episode"]["l"][i], global_step)
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
     return next_obs, next_done, global_step
 
@@ -527,38 +554,35 @@ def train(args):
     run = GameRun(args)  # section 9: the log folder (a new one, or the resumed run's), checkpoints, stops
     envs = make_envs(args)
     args.num_envs = envs.num_envs  # the game decides how many agents (envs) there are
-    args.batch_size = args.num_envs * args.num_steps  # rows per rollout, all policies' together
+    args.batch_size = args.num_envs * args.num_steps  # rows per rollout
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     check_game(args, envs)  # section 9: the batch splits into minibatches; the layouts an export needs
-    agents = AgentPerPolicy(envs.policies, args.frozen_policy).to(device)  # section 9: an Agent per policy name
-    # One Adam for all policies: its moments are per weight, and a policy's update steps only its own
+    agent = Agent(envs.obs_layout, envs.action_heads).to(device)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
-    optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    rollout = make_storage(args, envs)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
+    storage = make_storage(args, envs)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
-    with run.guard(envs, agents, optimizer):
+    with run.guard(envs, agent, optimizer):
         # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
-        all_obs, next_done, global_step = run.start()
+        next_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly from --learning-rate to 0
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
-            all_obs, next_done, global_step = collect_rollout(
-                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device)
-            # Each policy learns from its own agents' rows alone; a game of one policy: one pass, the whole rollout
-            for policy_tag, agent, storage, next_obs in agents.learners(rollout, all_obs):
-                logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-                terminations = storage.terminations
-                if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
-                    terminations = np.maximum(storage.terminations, storage.truncations)
-                advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
-                                                  next_value, args.gamma, args.gae_lambda)
-                stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
-                stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
-                for tag, value in stats.items():
-                    run.writer.add_scalar(tag + policy_tag, value, global_step)
-            run.end_iteration(iteration, all_obs, next_done, global_step)  # SPS; where a stop resumes
+            next_obs, next_done, global_step = collect_rollout(
+                envs, agent, storage, next_obs, next_done, global_step, run.writer, device)
+            logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
+            terminations = storage.terminations
+            if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
+                terminations = np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                                              next_value, args.gamma, args.gae_lambda)
+            stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
+            stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
+            for tag, value in stats.items():
+                run.writer.add_scalar(tag, value, global_step)
+            run.end_iteration(iteration, next_obs, next_done, global_step)  # SPS; where a stop resumes
     return run.dir
 
 
@@ -566,39 +590,34 @@ def train(args):
 # 8. Evaluation: play a checkpoint in the game, greedy or sampled
 # ================================================================================================
 def evaluate(args, greedy=True):
-    """Episode returns of each saved policy, {name: returns}: greedy plays the most likely action, else a ~
-    pi(.|s). Every agent's first episodes count, as many from each (counting the first to end would favour
-    short ones)."""
-    checkpoint = load_checkpoint(args.eval_checkpoint)
-    policy_name = "greedy" if greedy else "sampled"
+    """Episode returns of the saved policy: greedy plays the most likely action, else a ~ pi(.|s). Every
+    agent's first episodes count, as many from each (counting the first to end would favour short ones)."""
+    agent = saved_agent(load_checkpoint(args.eval_checkpoint), args.eval_checkpoint)  # section 9: as saved
+    mode = "greedy" if greedy else "sampled"
     envs = make_envs(args)
     with game_errors("the policy played"), contextlib.closing(envs):  # section 9: one line for a game that fails
-        agents = AgentPerPolicy(envs.policies)
-        load_policies(agents, checkpoint, args.eval_checkpoint)  # section 9: those the game names, from the file
-        # episodes per agent, rounded up, so that the policy of fewest agents plays --eval-episodes
-        rounds = -(-args.eval_episodes // min(len(policy.agents) for policy in envs.policies.values()))
+        check_plays(agent, envs, args.eval_checkpoint)  # section 9: one line if this game observes or acts otherwise
+        rounds = -(-args.eval_episodes // envs.num_envs)  # episodes per agent, rounded up
         episodes_done = np.zeros(envs.num_envs, dtype=int)
-        episodic_returns = {name: [] for name in envs.policies}
+        episodic_returns = []
         torch.manual_seed(args.seed)  # the sampled actions repeat for the same seed
         obs, _ = envs.reset(seed=args.seed)
         while episodes_done.min() < rounds:
             with torch.inference_mode():
                 obs_tensor = torch.as_tensor(obs)
-                action = agents.get_greedy_action(obs_tensor) if greedy else agents.get_action(obs_tensor)
+                action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
             obs, _, _, _, infos = envs.step(action.numpy())
             for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
                 if episodes_done[i] < rounds:
-                    returns = episodic_returns[envs.agent_policy[i].name]
-                    returns.append(float(infos["episode"]["r"][i]))
-                    print(f"{policy_name} eval_episode={len(returns)}{envs.policy_tag[i]}, "
-                          f"episodic_return={returns[-1]:.1f}")
+                    episodic_returns.append(float(infos["episode"]["r"][i]))
+                    print(f"{mode} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
                 episodes_done[i] += 1
     return episodic_returns
 
 
 # ================================================================================================
-# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection, several
-#    policies' bookkeeping (whose rows are whose), the ONNX export. PPO itself is all above
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection and guards, the
+#    ONNX export. Nothing below changes what is learned
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -662,10 +681,6 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--onnx-export-path", default=None,
                    help="also export the policy to ONNX, as the Godot RL Agents plugin loads it (at the "
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
-    p.add_argument("--frozen-policy", action="append", default=[], metavar="NAME=CHECKPOINT",
-                   help="play the game's policy NAME with its weights from CHECKPOINT (another run's .pt, or an "
-                        "earlier one of this run), kept fixed while the other policies learn: a frozen opponent; "
-                        "repeat it to freeze more")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
     theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
@@ -688,18 +703,6 @@ def parse_and_check(p, flag, argv):
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
     if args.track and importlib.util.find_spec("wandb") is None:
         fail("--track needs the wandb package: pip install -r requirements-track.txt")
-    frozen = {}
-    for value in args.frozen_policy:  # NAME=CHECKPOINT: the game's names are checked once it runs (check_game)
-        name, _, path = value.partition("=")
-        if not (name and path):
-            fail(f"--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {value!r}")
-        saved_policy(saved_policies(load_checkpoint(path)) or fail(f"{path} predates checkpoints that record the "
-                                                                    f"game's layout: train it again"), name, path)
-        frozen[name] = os.path.abspath(path)
-    args.frozen_policy = frozen
-    if frozen and (args.eval_checkpoint or args.export_checkpoint):
-        fail("--frozen-policy is for training: --eval-checkpoint and --export-checkpoint take every policy "
-             "from their checkpoint")
     if args.export_checkpoint and not args.onnx_export_path:
         fail("--export-checkpoint writes the model to --onnx-export-path: give that too")
     if args.onnx_export_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.onnx_export_path))):
@@ -709,39 +712,26 @@ def parse_and_check(p, flag, argv):
     args.env_id = os.path.basename(args.env_path).split(".")[0] if args.env_path else "godot-editor"
     if args.env_path:  # the game runs from wherever the run continues (--resume)
         args.env_path = os.path.abspath(args.env_path)
-    return resumed_args(args, argv) if args.resume else args
+    if args.resume:
+        args = resumed_args(args, argv)
+        saved_layout(args.checkpoint, args.resume)  # a checkpoint of several policies: one line naming their script
+    return args
 
 
 def check_game(args, envs):
-    """What the game decided, checked once it is up: each learning policy's batch (its agents x
-    --num-steps) must split into minibatches, the observation keys must not clash with the ONNX model's
-    own names, and --frozen-policy must name a policy of the game that its checkpoint fits. The layouts
-    go into the checkpoint, for an ONNX export without a game."""
-    args.policies = {name: {"obs_layout": policy.obs_layout, "action_heads": policy.action_heads}
-                     for name, policy in envs.policies.items()}
-    problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
-    for name, path in args.frozen_policy.items():
-        if name not in envs.policies:
-            problems.append(f"--frozen-policy {name}: the game has no policy {name!r}; its agents' policy names are "
-                            f"{', '.join(map(repr, envs.policies))}")
-        else:
-            problems.append(misfit(name, saved_policy(saved_policies(load_checkpoint(path)), name, path),
-                                   envs.policies[name]))
-    if set(envs.policies) <= set(args.frozen_policy):
-        problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
-    for name, policy in envs.policies.items():
-        n_agents = len(policy.agents)
-        rows = f"{n_agents} agents x --num-steps {args.num_steps} = {n_agents * args.num_steps}"
-        if name not in args.frozen_policy:
-            problems.append(minibatch_problem(n_agents * args.num_steps, args.num_minibatches,
-                                              rows if len(envs.policies) == 1 else f"policy {name!r}: {rows}"))
-    problems = [problem for problem in problems if problem]
-    if problems:  # found now, not after training
+    """What the game decided, checked once it is up: the batch (its agents x --num-steps) must split into
+    minibatches, and the observation keys must not clash with the ONNX model's own names. The layouts go
+    into the checkpoint, for an ONNX export without a game."""
+    args.obs_layout, args.action_heads = envs.obs_layout, envs.action_heads
+    batch = f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}"
+    problem = (onnx_name_clash(envs.obs_keys) if args.onnx_export_path else None) or minibatch_problem(
+        args.batch_size, args.num_minibatches, batch)
+    if problem:  # found now, not after training
         envs.close()
-        fail(problems[0])
+        fail(problem)
     if args.total_timesteps < args.batch_size and not args.resume:
-        print(f"ppo_godot.py: note: --total-timesteps {args.total_timesteps} is less than one rollout "
-              f"({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}): one rollout runs")
+        print(f"{os.path.basename(__file__)}: note: --total-timesteps {args.total_timesteps} is less than one rollout "
+              f"({batch}): one rollout runs")
 
 
 def minibatch_problem(batch_size, num_minibatches, batch):
@@ -769,6 +759,7 @@ def resumed_args(args, argv):
                                                           for name in added))
     resumed = argparse.Namespace(**{**vars(args), **checkpoint["args"]})
     resumed.resume = args.resume
+    resumed.checkpoint = checkpoint  # for Run, which takes it out of the flags: the file is read once
     for flag in given:
         name = flag[2:].replace("-", "_")
         setattr(resumed, name, getattr(args, name))
@@ -810,18 +801,9 @@ def get_env_state(envs):
 
 def set_env_state(envs, state):
     """Put back the statistics get_env_state saved."""
-    if isinstance(envs, NormalizeReward):  # a run saved before several policies kept one statistic
+    if isinstance(envs, NormalizeReward):  # ppo_godot_multi_policy.py keeps one per policy: {name: statistic}
         rms = state["return_rms"]
-        envs.return_rms = rms if isinstance(rms, dict) else {name: rms for name in envs.policies}
-
-
-def save_episodes(envs):
-    """Nothing: a game's state is its own, and a resumed run starts new episodes."""
-    return {}
-
-
-def restore_episodes(envs, state):
-    return False
+        envs.return_rms = next(iter(rms.values())) if isinstance(rms, dict) else rms
 
 
 class Run:
@@ -833,10 +815,17 @@ class Run:
     Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
     kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
     the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
-    the save they would cut short completes."""
+    the save they would cut short completes.
+
+    The checkpoint keeps the flags (args) as they were when the loop started. A hack that changes args
+    in the loop (a decaying args.ent_coef, say) is not saved, so --resume starts from the flag's value:
+    compute such a value from iteration or global_step, as --anneal-lr does, and a resumed run goes on
+    exactly where it stopped."""
 
     def __init__(self, args):
         self.args = args
+        self.checkpoint = vars(args).pop("checkpoint", None)  # --resume's, read by resumed_args
+        self.flags = args  # what the checkpoint keeps as flags; a copy of args once the loop starts
         if args.resume:  # the same log folder: TensorBoard shows one run
             self.dir = os.path.dirname(args.resume) or "."
         else:
@@ -845,7 +834,6 @@ class Run:
         self.model_path = f"{self.dir}/{args.exp_name}.pt"
         self.writer, self.boundary, self.stop_requested = None, None, []
         self.kept = None  # how far the checkpoint on disk resumes (resumes_to), once this run wrote or resumed it
-        self.videos_tracked = set()
 
     @contextlib.contextmanager
     def guard(self, envs, agent, optimizer):
@@ -864,10 +852,10 @@ class Run:
         threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
         try:
             yield self
-            kept = self.save(exact=True) if self.args.save_model else "No model is saved (--save-model false)."
+            kept = self.save() if self.args.save_model else "No model is saved (--save-model false)."
             print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`. {kept}")
         except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
-            print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
+            print(f"interrupted. {self.save()}")
             sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
         except EnvFault as e:  # caught before any update saw the bad values
             fail(f"{e}: a fault of the env, not of the learning. {self.save()}")
@@ -891,7 +879,6 @@ class Run:
                 with contextlib.suppress(OSError):  # a writer that failed to write fails again here
                     self.writer.close()
                 if self.args.track:  # once the writer is closed: its last events go to W&B too
-                    track_videos(self.args, self.name, self.videos_tracked)  # a video the envs' closing ended
                     stop_tracking()
             step_hook.remove()
             for stop_signal, handler in previous_handlers.items():
@@ -904,13 +891,13 @@ class Run:
             raise KeyboardInterrupt
 
     def start(self):
-        """(next_obs, next_done, global_step) to start from: new episodes, or for --resume the saved
-        run's weights, optimizer, random generators and, where they were saved, episodes."""
+        """(next_obs, next_done, global_step) to start from: new episodes, and for --resume the saved
+        run's weights, optimizer and random generators."""
         args, iteration, global_step = self.args, 0, 0
         next_done = np.zeros(args.num_envs, dtype=bool)
         saved = None
         if args.resume:
-            checkpoint = load_checkpoint(args.resume)
+            checkpoint = self.checkpoint
             saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
             self.kept = resumes_to(saved)
             iteration, global_step = saved["iteration"], saved["global_step"]
@@ -925,13 +912,9 @@ class Run:
             unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
             if unsaved:
                 print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
-        if saved is not None and restore_episodes(self.envs, saved["envs"]):
-            next_obs, next_done = saved["next_obs"], saved["next_done"]
-        else:
-            if args.resume:
-                print(f"resume: the episodes under way were not saved ({args.env_id} cannot be, or the run "
-                      f"stopped on a fault); the envs start new ones")
-            next_obs, _ = self.envs.reset(seed=args.seed + global_step)
+        if args.resume:
+            print("resume: a running game's episodes cannot be saved; the games start new ones")
+        next_obs, _ = self.envs.reset(seed=args.seed + global_step)
         self.first_iteration, self.first_step = iteration + 1, global_step
         self.mark_boundary(iteration, next_obs, next_done, global_step)
         if args.track:
@@ -943,6 +926,7 @@ class Run:
                 "hyperparameters",
                 "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in sorted(vars(args).items())),
             )
+        self.flags = copy.deepcopy(args)
         self.start_time = self.last_status = self.last_checkpoint = time.time()
         return next_obs, next_done, global_step
 
@@ -960,8 +944,6 @@ class Run:
         --checkpoint-minutes."""
         sps = int((global_step - self.first_step) / (time.time() - self.start_time))
         self.writer.add_scalar("charts/SPS", sps, global_step)
-        if self.args.track:
-            track_videos(self.args, self.name, self.videos_tracked)
         if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
             self.last_status = time.time()
             iterations_done = iteration - self.first_iteration + 1
@@ -971,7 +953,7 @@ class Run:
         self.mark_boundary(iteration, next_obs, next_done, global_step)
         if self.args.save_model and time.time() - self.last_checkpoint >= 60 * self.args.checkpoint_minutes:
             self.writer.flush()  # the logs up to this boundary, which a hard kill would lose
-            self.save(exact=True)  # written beside, then renamed: a kill never leaves half a checkpoint
+            self.save()  # written beside, then renamed: a kill never leaves half a checkpoint
             self.last_checkpoint = time.time()
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):
@@ -979,10 +961,10 @@ class Run:
         self.boundary = {"iteration": iteration, "global_step": global_step, "envs": get_env_state(self.envs)}
         self.next_obs, self.next_done, self.global_step = next_obs, next_done, global_step
 
-    def save(self, exact=False):
-        """Every exit keeps the run; returns what it kept, in words. Stopped between two updates
-        (exact), it keeps everything; after a fault, what a resumed run needs to go on with new
-        episodes from the last boundary; inside an update (boundary None), the weights only."""
+    def save(self):
+        """Every exit keeps the run; returns what it kept, in words: what a resumed run needs to go on
+        from the last boundary (with new episodes: a running game's cannot be saved), or, stopped inside
+        an update (boundary None), the weights only."""
         resume = None
         if self.boundary is not None:
             rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
@@ -990,12 +972,10 @@ class Run:
                 rng["cuda"] = torch.cuda.get_rng_state()
             resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
                       "next_obs": self.next_obs, "next_done": self.next_done}
-            if exact:
-                resume["envs"] = {**get_env_state(self.envs), **save_episodes(self.envs)}
         if self.kept is not None and (resume is None or resumes_to(resume) < self.kept):
-            return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept[0]}"
-                    f"{' with its episodes' if self.kept[1] else ''}, more than this stop could save")
-        kept = save_checkpoint(self.model_path, self.args, self.agent, resume)
+            return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept}, more than this "
+                    f"stop could save")
+        kept = save_checkpoint(self.model_path, self.flags, self.agent, resume)
         self.kept = resumes_to(resume)
         unsaved = unsaved_tensors(self.agent)
         if unsaved:
@@ -1016,7 +996,7 @@ class GameRun(Run):
             try:
                 yield self
             except GameError as e:
-                print(f"ppo_godot.py: error: {e}. {self.save()}", file=sys.stderr)
+                print(f"{os.path.basename(__file__)}: error: {e}. {self.save()}", file=sys.stderr)
                 if self.args.onnx_export_path:
                     print(self.export_or_say_why())
                 sys.exit(1)
@@ -1026,14 +1006,11 @@ class GameRun(Run):
                 raise
         if self.args.onnx_export_path:
             try:
-                print(export_policies(agent, self.args.onnx_export_path))
+                print(export_onnx(agent, self.args.obs_layout, self.args.onnx_export_path))
             except OSError as e:
-                fail(f"exporting to {self.args.onnx_export_path} failed ({e.strerror or e}). {self.save(exact=True)}")
+                fail(f"exporting to {self.args.onnx_export_path} failed ({e.strerror or e}). {self.save()}")
 
     def start(self):
-        if not self.args.resume:  # a resumed run has them in its own checkpoint
-            for name, path in self.args.frozen_policy.items():
-                load_policies(self.agent, load_checkpoint(path), path, [name])
         try:
             return super().start()
         except GameError as e:  # before anything was learned
@@ -1045,14 +1022,14 @@ class GameRun(Run):
     def export_or_say_why(self):
         """The ONNX export on a run's way out, which must not end in a traceback."""
         try:
-            return export_policies(self.agent, self.args.onnx_export_path)
+            return export_onnx(self.agent, self.args.obs_layout, self.args.onnx_export_path)
         except OSError as e:
             return f"The ONNX export to {self.args.onnx_export_path} failed ({e.strerror or e})"
 
 
 def resumes_to(resume):
-    """(global_step, episodes too) of a checkpoint's resume state, or None: what a later save must not undo."""
-    return None if resume is None else (resume["global_step"], "sub_envs" in resume["envs"])
+    """The global_step a checkpoint's resume state continues from, or None: what a later save must not undo."""
+    return None if resume is None else resume["global_step"]
 
 
 def start_tracking(args, run_name):
@@ -1066,10 +1043,6 @@ def start_tracking(args, run_name):
                      id=getattr(args, "wandb_id", None), resume="allow", config=vars(args), sync_tensorboard=True,
                      save_code=True)
     args.wandb_id = run.id
-
-
-def track_videos(args, run_name, logged):
-    """Nothing: a game records no videos."""
 
 
 def stop_tracking():
@@ -1137,132 +1110,35 @@ def load_weights(agent, checkpoint, path):
         fail(f"{path}: its weights do not fit this Agent ({' '.join(str(e).split())[:300]})")
 
 
-# ------------------------------------------------------------------------------------------------
-# Several policies in one game: an Agent per policy name, each learning from its own agents only
-# ------------------------------------------------------------------------------------------------
-class AgentPerPolicy(nn.Module):
-    """The game's policies (GodotVecEnv.policies), an Agent each, acting as one for the rollout and
-    evaluation: each agent's row goes to its policy's Agent, and the actions come back as one row per
-    agent, padded to the widest policy's columns. learners() hands train() each learning policy's own
-    rows of the rollout. A game of one policy name is its one Agent, called as it is: the same samples
-    and the same logs as before several policies. The policies of --frozen-policy act but never learn."""
-
-    def __init__(self, policies, frozen=()):
-        super().__init__()
-        self.policies, self.frozen = policies, set(frozen)
-        self.agents = nn.ModuleDict({name: Agent(policy.obs_layout, policy.action_heads)
-                                     for name, policy in policies.items()})
-        for name in self.frozen:
-            self.agents[name].requires_grad_(False)
-        self.columns = max(policy.columns for policy in policies.values())
-
-    def act(self, x, method):
-        if len(self.agents) == 1:
-            return getattr(next(iter(self.agents.values())), method)(x)
-        action = torch.zeros(len(x), self.columns, device=x.device)
-        for name, policy in self.policies.items():
-            rows = torch.as_tensor(policy.agents, device=x.device)
-            action[rows, :policy.columns] = getattr(self.agents[name], method)(x[rows, :policy.width]).float()
-        return action
-
-    def get_action(self, x):
-        return self.act(x, "get_action")
-
-    def get_greedy_action(self, x):
-        return self.act(x, "get_greedy_action")
-
-    def learners(self, rollout, all_obs):
-        """(tag suffix, Agent, its agents' rows of the rollout, their next observations) for each policy
-        that learns; one policy and none frozen: the rollout itself."""
-        if len(self.agents) == 1 and not self.frozen:
-            yield "", next(iter(self.agents.values())), rollout, all_obs
-            return
-        for name, policy in self.policies.items():
-            if name not in self.frozen:
-                storage = argparse.Namespace(**{key: rows[:, policy.agents] for key, rows in vars(rollout).items()})
-                storage.obs, storage.actions = storage.obs[..., :policy.width], storage.actions[..., :policy.columns]
-                yield f"/{name}", self.agents[name], storage, all_obs[policy.agents, :policy.width]
-
-    # A game of one policy saves its Agent's weights as they were before several policies: "actor.0.weight"
-    # (several: "agents.<name>.actor.0.weight"), so that every checkpoint of such a game loads
-    def state_dict(self, *args, **kwargs):
-        if len(self.agents) == 1:
-            return next(iter(self.agents.values())).state_dict(*args, **kwargs)
-        return super().state_dict(*args, **kwargs)
-
-    def load_state_dict(self, state_dict, strict=True):
-        if len(self.agents) == 1:
-            return next(iter(self.agents.values())).load_state_dict(state_dict, strict)
-        return super().load_state_dict(state_dict, strict)
-
-
-def saved_policies(checkpoint):
-    """{name: (obs_layout, action_heads, weights)} of a checkpoint, or None for one that predates the
-    layouts. One saved before several policies holds one policy, with no name: ""."""
-    saved, model = checkpoint["args"], checkpoint["model"]
-    if "policies" in saved and len(saved["policies"]) == 1:  # the weights as one Agent's (AgentPerPolicy.state_dict)
-        return {name: (spec["obs_layout"], spec["action_heads"], model) for name, spec in saved["policies"].items()}
-    if "policies" in saved:
-        return {name: (spec["obs_layout"], spec["action_heads"],
-                       {key[len(f"agents.{name}."):]: value for key, value in model.items()
-                        if key.startswith(f"agents.{name}.")}) for name, spec in saved["policies"].items()}
+def saved_layout(checkpoint, path):
+    """(obs_layout, action_heads) of the game a checkpoint played, or one line saying why it has none."""
+    saved = checkpoint["args"]
+    if len(saved.get("policies", {})) > 1:  # a game of several policies, which ppo_godot.py once trained
+        fail(f"{path} holds the policies {', '.join(map(repr, saved['policies']))} of a game of several: "
+             f"resume, evaluate or export it with ppo_godot_multi_policy.py")
+    if "policies" in saved:  # one policy, under the game's name for it
+        (saved,) = saved["policies"].values()
     if "action_heads" not in saved:
-        return None
-    # a vector key's size was saved as a number before cameras came, now as a shape
-    obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
-    return {"": (obs_layout, saved["action_heads"], model)}
-
-
-def saved_policy(saved, name, path):
-    """The saved policy `name`; a file of one policy fits any name (the spaces still must). Else one line
-    naming those the file holds."""
-    if name in saved or len(saved) == 1:
-        return saved.get(name, next(iter(saved.values())))
-    fail(f"{path} holds no policy {name!r}: it holds {', '.join(map(repr, saved))}")
-
-
-def misfit(name, saved, policy):
-    """Why a saved policy (obs_layout, action_heads, ...) cannot play the game's policy `name`, or None."""
-    as_saved = ([(key, tuple(shape)) for key, shape in saved[0]], [tuple(head) for head in saved[1]])
-    in_game = ([(key, tuple(shape)) for key, shape in policy.obs_layout], [tuple(h) for h in policy.action_heads])
-    if as_saved != in_game:
-        return (f"the saved policy for {name!r} observes {as_saved[0]} and acts {as_saved[1]}, but the game's "
-                f"{name!r} observes {in_game[0]} and acts {in_game[1]}")
-    return None
-
-
-def load_policies(agents, checkpoint, path, names=None):
-    """The saved weights of the policies `names` (None: every policy of the game) into AgentPerPolicy,
-    or one line naming a policy the file lacks or whose spaces differ. A game and a file of one policy
-    each go together, whatever their names."""
-    saved = saved_policies(checkpoint)
-    if saved is None:
         fail(f"{path} predates checkpoints that record the game's layout: train it again")
-    for name in names or agents.agents:
-        policy = saved_policy(saved, name, path)
-        problem = misfit(name, policy, agents.policies[name])
-        if problem:
-            fail(f"{path}: {problem}")
-        try:
-            agents.agents[name].load_state_dict(policy[2])
-        except RuntimeError as e:
-            which = "" if len(agents.agents) == 1 else f" ({name!r})"
-            fail(f"{path}: its weights{which} do not fit this Agent ({' '.join(str(e).split())[:300]})")
+    # a vector key's shape, or in older checkpoints its size
+    obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
+    return obs_layout, saved["action_heads"]
 
 
-def onnx_path(path, name, several):
-    """--onnx-export-path for a game of one policy; with several, one file each: model.onnx -> model_<name>.onnx."""
-    return f"{path[:-len('.onnx')]}_{name}.onnx" if several else path
+def saved_agent(checkpoint, path):
+    """The Agent a checkpoint saved: built in the layouts it records, with its weights."""
+    agent = Agent(*saved_layout(checkpoint, path))
+    load_weights(agent, checkpoint, path)
+    return agent
 
 
-def export_policies(agents, path):
-    """Each policy of AgentPerPolicy to its ONNX file; returns what was written, in words."""
-    if len(agents.agents) == 1:
-        return export_onnx(*agents.agents.values(), next(iter(agents.policies.values())).obs_layout, path)
-    for name, agent in agents.agents.items():
-        export_onnx(agent, agents.policies[name].obs_layout, onnx_path(path, name, True))
-    return (f"The policies are exported for the Godot RL Agents plugin, a file each (an AIController's "
-            f"onnx_model_path names its policy's): {', '.join(onnx_path(path, name, True) for name in agents.agents)}")
+def check_plays(agent, envs, path):
+    """One line if the saved Agent cannot play this game: other observation keys or shapes, other actions."""
+    in_game = ([(key, tuple(shape)) for key, shape in envs.obs_layout],
+               [(kind, size) for _, kind, size in envs.action_heads])
+    if (agent.obs_layout, agent.heads) != in_game:
+        fail(f"{path} played a game that observes {agent.obs_layout} and acts {agent.heads}; this one observes "
+             f"{in_game[0]} and acts {in_game[1]}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1299,7 +1175,7 @@ class GuardedGodotEnv(GodotEnv):
         code = self.game_proc.returncode
         return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
-    def check_game(self, waiting_for):
+    def raise_if_exited(self, waiting_for):
         if self.game_exit():
             raise GameError(f"the game on port {self.port} {self.game_exit()} while {waiting_for}")
 
@@ -1354,7 +1230,7 @@ class GuardedGodotEnv(GodotEnv):
                 try:
                     chunk = self.connection.recv(n - len(data))
                 except socket.timeout:
-                    self.check_game(waiting_for)
+                    self.raise_if_exited(waiting_for)
                     if time.monotonic() > deadline:
                         raise GameError(f"the game on port {self.port} did not answer for {limit} "
                                         f"while {waiting_for} (frozen?)") from None
@@ -1363,7 +1239,7 @@ class GuardedGodotEnv(GodotEnv):
                     chunk = b""
                 if not chunk:
                     self.wait_for_exit()
-                    self.check_game(waiting_for)
+                    self.raise_if_exited(waiting_for)
                     raise GameError(f"the game on port {self.port} closed the connection while "
                                     f"{waiting_for} (crashed or killed)")
                 data += chunk
@@ -1378,8 +1254,8 @@ class GuardedGodotEnv(GodotEnv):
 
 
 def start_games(args):
-    """The --n-parallel games, started and connected (GuardedGodotEnv), and their processes; the
-    agents of each policy name with the spaces of its first agent (one network drives them all)."""
+    """The --n-parallel games, started and connected (GuardedGodotEnv), and their processes, once every
+    agent is checked to be one network's: one policy name and the same spaces as the first agent."""
     games = argparse.Namespace(games=[], procs=[])
     try:
         for i in range(args.n_parallel):
@@ -1387,32 +1263,35 @@ def start_games(args):
     except BaseException:
         close_games(games)
         raise
-    first = {}  # each policy name's first agent: (spaces, where)
-    for game in games.games:
-        for agent, (name, *spaces) in enumerate(zip(game.agent_policy_names, game.observation_spaces,
-                                                     game.action_spaces)):
-            where = f"agent {agent} of the game on port {game.port}"
-            problem = None
-            if not re.fullmatch(r"[\w-]+", name):
-                problem = (f"{where} has the policy name {name!r}: a policy name names modules and files here, so "
-                           f"letters, digits, _ and - only")
-            elif first.setdefault(name, (spaces, where))[0] != spaces:
-                problem = (f"{where} has other spaces than {first[name][1]} "
-                           f"({spaces[0]}, {spaces[1]} against {first[name][0][0]}, {first[name][0][1]}): agents "
-                           f"of one policy name ({name!r}) share a network, so they must observe and act alike; "
-                           f"give the others a policy name of their own")
-            for key, space in spaces[0].items():  # a camera ("2d" in its name) declares [C, H, W], as the plugin's do
-                shape = list(space.shape)
-                if len(shape) != (3 if "2d" in key else 1):
-                    problem = problem or (f"the observation {key!r} is declared with the shape {shape}: a camera key "
-                                          f"(\"2d\" in its name) needs [channels, height, width], any other key [size]")
-                elif "2d" in key and min(shape[1:]) < 36:
-                    problem = problem or (f"the camera {key!r} is {shape[1]} x {shape[2]} pixels: the CNN takes at least "
-                                          f"36 x 36, as the plugin's camera sensors do")
-            if problem:
-                close_games(games)
-                fail(problem)
+    problem = game_problem(games.games)
+    if problem:
+        close_games(games)
+        fail(problem)
     return games.games, games.procs
+
+
+def game_problem(games):
+    """Why one network cannot play every agent of these games, or None."""
+    names = list(dict.fromkeys(name for game in games for name in game.agent_policy_names))
+    if len(names) > 1:
+        return (f"the game's agents name several policies ({', '.join(map(repr, names))}): ppo_godot.py trains "
+                f"one; ppo_godot_multi_policy.py trains one network per policy name")
+    agent_0 = (games[0].observation_spaces[0], games[0].action_spaces[0])
+    for game in games:
+        for agent, spaces in enumerate(zip(game.observation_spaces, game.action_spaces)):
+            if spaces != agent_0:
+                return (f"agent {agent} of the game on port {game.port} has other spaces than agent 0 of the game "
+                        f"on port {games[0].port} ({spaces[0]}, {spaces[1]} against {agent_0[0]}, {agent_0[1]}): "
+                        f"one network plays them all, so they must observe and act alike")
+    for key, space in agent_0[0].items():  # a camera declares [C, H, W], as the plugin's do
+        shape = list(space.shape)
+        if len(shape) != (3 if is_camera(key) else 1):
+            return (f"the observation {key!r} is declared with the shape {shape}: a camera key "
+                    f"(\"2d\" in its name) needs [channels, height, width], any other key [size]")
+        if is_camera(key) and min(shape[1:]) < 36:
+            return (f"the camera {key!r} is {shape[1]} x {shape[2]} pixels: the CNN takes at least "
+                    f"36 x 36, as the plugin's camera sensors do")
+    return None
 
 
 def connect(args, port, seed, procs):
@@ -1439,79 +1318,30 @@ def connect(args, port, seed, procs):
     return GuardedGodotEnv(port, procs[-1] if args.env_path else None, args.connect_timeout)
 
 
-def read_policies(games):
-    """({policy name: its layouts and agents}, each agent's policy): the agents of one name, in the vector
-    env's order, with the layouts of its first agent's spaces (start_games has checked that they share them)."""
-    policies, agent_policy = {}, []
-    for game in games:
-        for agent, name in enumerate(game.agent_policy_names):
-            if name not in policies:
-                policies[name] = read_policy(name, game, agent)
-            policies[name].agents.append(len(agent_policy))
-            agent_policy.append(policies[name])
-    for policy in policies.values():
-        policy.agents = np.array(policy.agents)
-    return policies, agent_policy
-
-
-def read_policy(name, game, agent):
-    """A policy's layouts, from one of its agents' spaces. obs_layout: the row's keys, sorted, each (key,
-    shape); a camera key ("2d" in its name) sends the hex of its image's bytes row by row, C colour bytes
-    a pixel, though the plugin declares [C, H, W]: (H, W, C) here. action_heads: the actions in the order
-    the game declares them, as its env_info sent them: godot-rl's Dict space sorts them by name, and the
-    plugin reads an ONNX model's output in declared order."""
-    space = game.observation_spaces[agent]
-    obs_layout = [(k, (*space[k].shape[1:], space[k].shape[0]) if "2d" in k else space[k].shape)
-                  for k in sorted(space.spaces)]
-    declared = game.env_info["action_space"]
-    declared = declared[agent] if isinstance(declared, list) else declared  # one entry per agent, or one for all
-    action_heads = [(key, spec["action_type"], int(spec["size"])) for key, spec in declared.items()]
-    return argparse.Namespace(name=name, obs_layout=obs_layout, obs_keys=[k for k, _ in obs_layout],
-                              action_heads=action_heads, agents=[],
-                              width=sum(math.prod(shape) for _, shape in obs_layout),
-                              columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
-
-
-def to_game_action(action, action_heads):
-    """One agent's action as the game expects it: {action name: int, or list of floats}, from its
-    row of columns (Agent's layout)."""
-    out, column = {}, 0
-    for name, kind, size in action_heads:
-        if kind == "discrete":
-            out[name] = int(action[column])
-            column += 1
-        else:
-            # clipped to the space's bounds [-1, 1], as the plugin clamps them when it plays a model;
-            # the rollout stores the action as sampled, so log pi(a|s) stays that of the sample
-            out[name] = np.clip(action[column:column + size], -1.0, 1.0).tolist()
-            column += size
-    return out
-
-
-def receive(game, step_timeout):
+def await_reply(game, step_timeout):
+    """The game's reply to a reset or a step."""
     return game.receive(time.monotonic() + step_timeout, "playing", f"{step_timeout:.0f} s")
 
 
 def check_first_observations(envs, replies):
     """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared. A camera
     that sends the same colour in every pixel of every agent's first image renders nothing."""
-    for (game, agent, obs), policy in zip(agents_of(envs, replies), envs.agent_policy):
-        if set(obs) != set(policy.obs_keys):
+    for game, agent, obs in agents_of(envs, replies):
+        if set(obs) != set(envs.obs_keys):
             raise GameError(f"the game on port {game.port} sends the observation keys {sorted(obs)} but "
-                            f"declares {policy.obs_keys} in its observation space (get_obs_space): the two "
+                            f"declares {envs.obs_keys} in its observation space (get_obs_space): the two "
                             f"must match, or its ONNX model will refuse the observations in play")
     check_observations(envs, replies)  # each value as declared: later steps are checked only when one cannot be read
-    rows = envs.observations(replies)
-    for policy in envs.policies.values():
-        first = 0
-        for key, shape in policy.obs_layout:
-            values = rows[policy.agents, first:first + math.prod(shape)]
-            first += math.prod(shape)
-            pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
-            if len(shape) == 3 and (pixels == pixels[:, :1]).all():
-                raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from "
-                                f"every agent: the engine renders nothing. A camera needs a window: give "
-                                f"--show-window, and on a machine without a display run under xvfb-run -a")
+    obs_rows = envs.observations(replies)
+    column = 0
+    for key, shape in envs.obs_layout:
+        values = obs_rows[:, column:column + math.prod(shape)]
+        column += math.prod(shape)
+        pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
+        if is_camera(key) and (pixels == pixels[:, :1]).all():
+            raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from "
+                            f"every agent: the engine renders nothing. A camera needs a window: give "
+                            f"--show-window, and on a machine without a display run under xvfb-run -a")
 
 
 def agents_of(envs, replies):
@@ -1532,11 +1362,11 @@ def observation_errors(envs, replies):
 def check_observations(envs, replies):
     """Each agent sends each key as its space declares it: a camera key the hex of H x W x C bytes, a
     vector key a list of its size; else one line that names the key (GameError)."""
-    for (game, agent, obs), policy in zip(agents_of(envs, replies), envs.agent_policy):
-        for key, shape in policy.obs_layout:
+    for game, agent, obs in agents_of(envs, replies):
+        for key, shape in envs.obs_layout:
             value, declared = obs.get(key), list(game.observation_spaces[agent][key].shape)
             where = f"agent {agent} of the game on port {game.port} sends {key!r}"
-            if "2d" in key:
+            if is_camera(key):
                 if not isinstance(value, str):  # a game in the plugin's ONNX mode sends floats: see the docs
                     raise GameError(f"{where} as a {type(value).__name__}, not the hex string of an image's "
                                     f"bytes that training reads (declared {declared})")
@@ -1580,8 +1410,8 @@ def close_games(envs):
 def exit_after_a_stop(code):
     """Ends a run stopped by Ctrl-C or kill, its model saved and exported, its log closed and its games
     ended, without the interpreter's final clean-up. A second Ctrl-C raises KeyboardInterrupt wherever
-    the code is, inside a library too, and what that leaves half-done can hang the clean-up: twice in
-    about 50 runs of the test that sends 6 at once, the process hung in its final garbage collection."""
+    the code is, inside a library too, and what that leaves half-done can hang the clean-up (the final
+    garbage collection, say)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stdout.flush()
@@ -1672,17 +1502,9 @@ def export_onnx(agent, obs_layout, path):
 
 
 def export_checkpoint(checkpoint_path, path):
-    """--export-checkpoint: a saved model to ONNX (a file per policy), with no game running."""
-    saved = saved_policies(load_checkpoint(checkpoint_path))
-    if saved is None:
-        fail(f"{checkpoint_path} predates checkpoints that record the game's layout: train it again")
-    for name, (obs_layout, action_heads, weights) in saved.items():
-        agent = Agent(obs_layout, action_heads)
-        try:
-            agent.load_state_dict(weights)
-        except (KeyError, RuntimeError):
-            fail(f"{checkpoint_path}: its weights do not fit the game layout it records")
-        print(export_onnx(agent, obs_layout, onnx_path(path, name, len(saved) > 1)))
+    """--export-checkpoint: a saved model to ONNX, with no game running."""
+    agent = saved_agent(load_checkpoint(checkpoint_path), checkpoint_path)
+    print(export_onnx(agent, agent.obs_layout, path))
 
 
 if __name__ == "__main__":
@@ -1691,10 +1513,9 @@ if __name__ == "__main__":
         export_checkpoint(args.export_checkpoint, args.onnx_export_path)
     elif args.eval_checkpoint:  # the two can differ a lot: the greedy policy never explores
         for greedy in (True, False):
-            played = evaluate(args, greedy)
-            for name, returns in played.items():  # the policy's name too, when the game has several
-                print(f"{'greedy' if greedy else 'sampled'} policy{f' {name}' if len(played) > 1 else ''}: "
-                      f"mean_return={np.mean(returns):.1f} +- {np.std(returns):.1f} over {len(returns)} episodes")
+            returns = evaluate(args, greedy)
+            print(f"{'greedy' if greedy else 'sampled'} policy: mean_return={np.mean(returns):.1f} "
+                  f"+- {np.std(returns):.1f} over {len(returns)} episodes")
     else:
         try:
             train(args)

@@ -343,7 +343,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
                 approx_kl = ((ratio - 1) - logratio).mean()
                 clipfracs.append(((ratio - 1.0).abs() > args.clip_coef).float().mean())
 
-            # ALGO: L^VF = (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
+            # ALGO: L^VF = 0.5 (V(s_t) - R_t)^2, optionally clipped around the old V(s_t)
             newvalue = newvalue.flatten()
             mb_returns, mb_values = b_returns[mb_inds], b_values[mb_inds]
             v_loss = value_loss(newvalue, mb_returns, mb_values, args.clip_coef, args.clip_vloss)

@@ -32,13 +32,13 @@ def play(scripted, policy, port, steps, seed):
     game = ppo_godot.GuardedGodotEnv(port, proc, 30)
     try:
         game._send_as_json({"type": "reset"})
-        reply = ppo_godot.receive(game, 10)
+        reply = ppo_godot.await_reply(game, 10)
         rng = np.random.default_rng(seed)
         lengths, caught, length = [], 0, np.zeros(len(reply["obs"]))
         for _ in range(steps):
             obs = np.array([agent["obs"] for agent in reply["obs"]])
             game._send_as_json({"type": "action", "action": policy(obs, rng)})
-            reply = ppo_godot.receive(game, 10)
+            reply = ppo_godot.await_reply(game, 10)
             for i, (done, info) in enumerate(zip(reply["done"], reply["info"])):
                 if info["autoreset"]:  # a step that only reset the pair
                     continue

@@ -1,6 +1,7 @@
-"""Do both policies of the Chase game's tag mode learn? ppo_godot.py trains the chaser and the runner,
-then each plays the game's scripted other side, beside the untrained networks of
-benchmarks/chase_tag_baselines.py.
+"""Do both policies of the Chase game's tag mode learn? ppo_godot_multi_policy.py trains the chaser and the
+runner, then each plays the game's scripted other side, beside the untrained networks of
+benchmarks/chase_tag_baselines.py. (The results of 2026-12-02 came from ppo_godot.py at 153f0a8, which
+trained several policies then; ppo_godot_multi_policy.py logs the same, benchmarks/same_logs_as_revision.py.)
 
     python benchmarks/chase_tag_learning.py --seeds 3 --total-timesteps 300000
 
@@ -31,7 +32,7 @@ from chase_tag_baselines import play, untrained_chaser, untrained_runner
 from common import REPO, draw_seeds, read_run, write_table
 
 sys.path.insert(0, str(REPO))
-import ppo_godot  # noqa: E402
+import ppo_godot_multi_policy  # noqa: E402
 
 GAMES = REPO / "godot" / "chase"
 # (how trained, the game, the policies the run trains)
@@ -48,7 +49,7 @@ def train(game, seed, args, workdir):
     """Trains on the game; returns the run's folder."""
     folder = Path(workdir) / f"{game}_{seed}"
     folder.mkdir()
-    subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(GAMES / f"{game}.x86_64"),
+    subprocess.run([sys.executable, str(REPO / "ppo_godot_multi_policy.py"), "--env-path", str(GAMES / f"{game}.x86_64"),
                     "--seed", str(seed), "--port", str(args.port), "--total-timesteps", str(args.total_timesteps),
                     *shlex.split(args.ppo_args)], cwd=folder, check=True, stdout=subprocess.DEVNULL)
     return next(folder.glob("runs/*"))
@@ -64,15 +65,15 @@ def curves_of(run_dir, name, several):
 
 def greedy(checkpoint, name):
     """The saved policy `name` as chase_tag_baselines.play takes a policy: observations -> game actions."""
-    saved = ppo_godot.saved_policies(torch.load(checkpoint, weights_only=True))
+    saved = ppo_godot_multi_policy.saved_policies(torch.load(checkpoint, weights_only=True), checkpoint)
     obs_layout, action_heads, weights = saved.get(name, next(iter(saved.values())))
-    agent = ppo_godot.Agent(obs_layout, action_heads)
+    agent = ppo_godot_multi_policy.Agent(obs_layout, action_heads)
     agent.load_state_dict(weights)
 
     def policy(obs, rng):
         with torch.inference_mode():
             rows = agent.get_greedy_action(torch.as_tensor(obs, dtype=torch.float32)).numpy()
-        return [ppo_godot.to_game_action(row, action_heads) for row in rows]
+        return [ppo_godot_multi_policy.to_game_action(row, action_heads) for row in rows]
 
     return policy
 
@@ -121,7 +122,7 @@ def main():
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--total-timesteps", type=int, default=300000, help="agent-steps of each run, all agents")
     p.add_argument("--eval-steps", type=int, default=2000, help="actions of each match-up after training, 8 agents")
-    p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py, quoted")
+    p.add_argument("--ppo-args", default="", help="more flags for ppo_godot_multi_policy.py, quoted")
     p.add_argument("--port", type=int, default=12818)
     p.add_argument("--games", default=",".join(game for _, game, _ in TRAININGS),
                    help="the trainings to run, by game, comma-separated (default: all three)")
@@ -141,7 +142,7 @@ def main():
                 run_dir = train(game, seed, args, workdir)
                 for name in names:
                     curves[name].setdefault(how, []).append(curves_of(run_dir, name, len(names) > 1))
-                    length, caught, episodes = play(SCRIPTED[name], greedy(run_dir / "ppo_godot.pt", name),
+                    length, caught, episodes = play(SCRIPTED[name], greedy(run_dir / "ppo_godot_multi_policy.pt", name),
                                                     args.port, args.eval_steps, 100 + seed)
                     rows.append(dict(seed=seed, name=name, how=how, length=length, caught=caught,
                                      episodes=episodes, sps=read_run(run_dir).Scalars("charts/SPS")[-1].value))

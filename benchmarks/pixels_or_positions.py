@@ -64,7 +64,7 @@ def time_split(kind, port, steps=300):
             if step == 20:  # start-up left out
                 start = time.perf_counter()
             game._send_as_json({"type": "action", "action": [{"move": int(m)} for m in np.random.randint(0, 5, 16)]})
-            replies.append(ppo_godot.receive(game, 10))
+            replies.append(ppo_godot.await_reply(game, 10))
         game_ms = (time.perf_counter() - start) / steps * 1000
         # the camera game's own clock: drawing and reading the image back, then hex-encoding it
         drawing_ms, hex_ms = (np.mean([reply["info"][0].get("camera_usec", [0, 0]) for reply in replies[20:]], axis=0)
@@ -77,8 +77,7 @@ def time_split(kind, port, steps=300):
         rows = [envs.observations([reply]) for reply in replies[20:]]
         decode_ms = (time.perf_counter() - start) / steps * 1000
         torch.manual_seed(0)
-        (policy,) = envs.policies.values()
-        agent = ppo_godot.Agent(policy.obs_layout, policy.action_heads)
+        agent = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
         start = time.perf_counter()
         with torch.inference_mode():
             for row in rows:
@@ -115,7 +114,7 @@ def picture(port):
                                 start_new_session=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         game = ppo_godot.GuardedGodotEnv(port, proc, 60)
         game._send_as_json({"type": "reset"})
-        reply = ppo_godot.receive(game, 10)
+        reply = ppo_godot.await_reply(game, 10)
         image = np.frombuffer(bytes.fromhex(reply["obs"][0]["camera_2d"]), np.uint8).reshape(36, 36, 3)
         game._send_as_json({"type": "close"})
         proc.wait(timeout=10)

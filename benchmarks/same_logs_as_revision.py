@@ -5,7 +5,10 @@ TensorBoard's reader, and compares every scalar tag but charts/SPS point by poin
     python benchmarks/same_logs_as_revision.py --base 7df053f ppo.py --total-timesteps 20000
     python benchmarks/same_logs_as_revision.py --base 7df053f ppo_godot.py \\
         --env-path godot/chase/chase_discrete.x86_64 --num-steps 32 --total-timesteps 16384
+    python benchmarks/same_logs_as_revision.py --base 153f0a8 --base-script ppo_godot.py \\
+        ppo_godot_multi_policy.py --env-path godot/chase/chase_tag.x86_64 --num-steps 32 --total-timesteps 16384
 
+--base-script compares with another script of --base (a script whose code moved to a new file).
 Exits 1 when a tag differs. The flags after the script name go to both runs unchanged.
 """
 import argparse
@@ -32,20 +35,22 @@ def scalars(script, flags, folder):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base", required=True, help="the commit to compare with")
+    p.add_argument("--base-script", default=None, help="the script of --base to compare with (default: script)")
     p.add_argument("script")
     args, flags = p.parse_known_args()
     flags = [os.path.abspath(f) if os.path.exists(f) else f for f in flags]  # paths work from any folder
     with tempfile.TemporaryDirectory() as workdir:
-        base = Path(workdir) / args.script
-        base.write_text(subprocess.run(["git", "show", f"{args.base}:{args.script}"], cwd=REPO, check=True,
+        base_script = args.base_script or args.script
+        base = Path(workdir) / base_script
+        base.write_text(subprocess.run(["git", "show", f"{args.base}:{base_script}"], cwd=REPO, check=True,
                                        capture_output=True, text=True).stdout)
         old = scalars(base, flags, Path(workdir) / "base")
         new = scalars(REPO / args.script, flags, Path(workdir) / "today")
     differ = sorted(tag for tag in old.keys() | new.keys()
                     if tag not in old or tag not in new or not np.array_equal(old[tag], new[tag], equal_nan=True))
     points = sum(len(v) for v in new.values())
-    print(f"{args.script} {' '.join(sys.argv[4:])}: {len(new)} tags, {points} points; "
-          + (f"DIFFER: {', '.join(differ)}" if differ else f"identical to {args.base}"))
+    print(f"{args.script} {' '.join(flags)}: {len(new)} tags, {points} points; "
+          + (f"DIFFER: {', '.join(differ)}" if differ else f"identical to {base_script} of {args.base}"))
     sys.exit(1 if differ else 0)
 
 

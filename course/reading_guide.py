@@ -15,21 +15,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "course" / "README.md"
-SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py", "ppo_scratch_skeleton.py"]
-TRAINING = SCRIPTS[:4]
+SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_lstm.py",
+           "ppo_scratch_skeleton.py"]
+TRAINING = SCRIPTS[:5]
+GODOT = ["ppo_godot.py", "ppo_godot_multi_policy.py"]
 
 # topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
 TOPICS = {
     "arguments": {s: ["def parse_args("] for s in SCRIPTS},
     "env factory and vector envs": {"ppo.py": ["def make_env(", "def make_envs("],
                                     "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
-                                    "ppo_godot.py": ["class GodotVecEnv:", "def make_envs("],
+                                    "ppo_godot.py": ["class GodotVecEnv:", "def read_layouts(", "def to_game_action(",
+                                                     "def make_envs("],
+                                    "ppo_godot_multi_policy.py": ["class GodotVecEnv:", "def read_layouts(",
+                                                                  "def read_policies(", "def to_game_action(",
+                                                                  "def make_envs("],
                                     "ppo_lstm.py": ["class CartPoleNoVel(", "def make_env(", "def make_envs(",
                                                     "def wrap_envs("],
                                     "ppo_scratch_skeleton.py": ["def make_env(", "def make_envs("]},
     "actor/critic network and its initialisation": {s: ["def layer_init(", "class Agent("] for s in SCRIPTS},
     "a camera's pixels: decoded, then a CNN before the actor and critic": {
-        "ppo_godot.py": ["def observations(", "def camera_encoder(", "def encode("]},
+        s: ["def observations(", "def is_camera(", "def camera_encoder(", "def encode("] for s in GODOT},
     "rollout storage": {s: ["def make_storage("] for s in SCRIPTS},
     "the rollout and next-step autoreset": {s: ["def collect_rollout("] for s in SCRIPTS},
     "the LSTM state: carried step to step, zero where an episode starts": {
@@ -46,7 +52,7 @@ TOPICS = {
                               "ppo_scratch_skeleton.py": ["def value_loss("]},
     "entropy bonus": {"ppo.py": ["entropy = -(log_pi.exp()"],
                       "ppo_continuous_action.py": ["entropy = (0.5 + 0.5 * math.log"],
-                      "ppo_godot.py": ["entropy = entropy - (log_pi.exp()", "entropy = entropy + (0.5 + 0.5"],
+                      **{s: ["entropy = entropy - (log_pi.exp()", "entropy = entropy + (0.5 + 0.5"] for s in GODOT},
                       "ppo_lstm.py": ["entropy = -(log_pi.exp()"],
                       "ppo_scratch_skeleton.py": ["# TODO 2"]},
     "the total loss": {**{s: ["# ALGO: loss = -L^CLIP"] for s in TRAINING},
@@ -59,8 +65,8 @@ TOPICS = {
     "learning-rate annealing": {s: ["if args.anneal_lr:"] for s in SCRIPTS},
     "the training loop": {s: ["def train("] for s in SCRIPTS},
     "several policies in one game: an Agent per policy name, each learning from its own agents' rows": {
-        "ppo_godot.py": ["self.policies, self.agent_policy = read_policies(",
-                         "for policy_tag, agent, storage, next_obs in agents.learners(", "class AgentPerPolicy("]},
+        "ppo_godot_multi_policy.py": ["def read_policies(", "class AgentPerPolicy(", "def policy_rows(",
+                                      "for name, policy in envs.policies.items():  # each policy learns"]},
     "logging": {s: ['return {"losses/explained_variance"'] for s in SCRIPTS},
     "evaluation and checkpoints": {**{s: ["def evaluate(", "def save_checkpoint(", "def load_checkpoint("]
                                       for s in TRAINING},

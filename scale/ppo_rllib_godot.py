@@ -299,7 +299,7 @@ class GodotMultiAgentEnv(MultiAgentEnv):
     the RLlib agent "i/k", which policy_mapping_fn maps to agent i's policy name: each game agent's
     episodes end on their own, so an RLlib agent ends with its episode (terminated, or truncated by a
     time-out) and the next episode joins as a new agent, while RLlib's episode (__all__) never ends.
-    The three ways a game resets a finished agent are read as ppo_godot.py reads them: on the next
+    The three ways a game resets a finished agent are read as ppo_godot_multi_policy.py reads them: on the next
     step (info.autoreset: that step only resets it), on the same step with info.final_obs, or on the
     spot like the plugin (the end counts as terminal). Finished episodes wait in `finished` for the
     driver, which logs them per policy (RLlib reports an episode's return only when __all__ ends)."""

@@ -22,6 +22,7 @@ import torch  # noqa: E402
 import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
+import ppo_godot_multi_policy  # noqa: E402
 import ppo_lstm  # noqa: E402
 import as_a_process  # noqa: E402 (tests/, on the path as the conftest's folder)
 
@@ -157,17 +158,17 @@ class AsGameActions(gym.ActionWrapper):
 
 
 class FakeGame(gym.vector.VectorWrapper):
-    """What GodotVecEnv adds to a vector env's API: the game's one policy and its layouts, and
-    infos["autoreset"], the agents that a step only reset (here gymnasium's: those whose episode ended
-    on the step before)."""
+    """What GodotVecEnv adds to a vector env's API: the game's layouts (ppo_godot.py's, and as
+    ppo_godot_multi_policy.py reads them, one policy's), and infos["autoreset"], the agents that a step
+    only reset (here gymnasium's: those whose episode ended on the step before)."""
 
     def __init__(self, env):
         super().__init__(env)
-        policy = argparse.Namespace(name="shared_policy", obs_layout=[("obs", (4,))], obs_keys=["obs"],
-                                    action_heads=[("move", "discrete", 2)], agents=np.arange(self.num_envs),
-                                    width=4, columns=1, padding=[])
+        self.obs_layout, self.obs_keys, self.action_heads = [("obs", (4,))], ["obs"], [("move", "discrete", 2)]
+        policy = argparse.Namespace(name="shared_policy", obs_layout=self.obs_layout, obs_keys=self.obs_keys,
+                                    action_heads=self.action_heads, agents=np.arange(self.num_envs),
+                                    width=4, columns=1, padding=[], tag="")
         self.policies, self.agent_policy = {"shared_policy": policy}, [policy] * self.num_envs
-        self.policy_tag = [""] * self.num_envs
 
     def reset(self, **kwargs):
         self.autoreset = np.zeros(self.num_envs, dtype=bool)
@@ -269,9 +270,15 @@ def run_dirs(cwd):
 
 
 def saved_agents(checkpoint_path):
-    """{policy name: (ppo_godot.Agent with its saved weights, its obs_layout)} of a ppo_godot.py checkpoint."""
+    """{policy name: (Agent with its saved weights, its obs_layout)} of a checkpoint of ppo_godot.py (its one
+    policy: "") or of ppo_godot_multi_policy.py."""
+    checkpoint = torch.load(checkpoint_path)
+    if checkpoint["script"] == "ppo_godot.py":
+        agent = ppo_godot.saved_agent(checkpoint, checkpoint_path)
+        return {"": (agent, agent.obs_layout)}
+    saved = ppo_godot_multi_policy.saved_policies(checkpoint, checkpoint_path)
     agents = {}
-    for name, (obs_layout, action_heads, weights) in ppo_godot.saved_policies(torch.load(checkpoint_path)).items():
+    for name, (obs_layout, action_heads, weights) in saved.items():
         agents[name] = (ppo_godot.Agent(obs_layout, action_heads), obs_layout)
         agents[name][0].load_state_dict(weights)
     return agents

@@ -24,11 +24,11 @@ def tag_game(port):
         game = ppo_godot.GuardedGodotEnv(port, proc, 30)
         started.append((game, proc))
         game._send_as_json({"type": "reset"})
-        first = ppo_godot.receive(game, 10)
+        first = ppo_godot.await_reply(game, 10)
 
         def play(actions):
             game._send_as_json({"type": "action", "action": actions})
-            return ppo_godot.receive(game, 10)
+            return ppo_godot.await_reply(game, 10)
 
         return game.env_info, first, play
 

@@ -211,3 +211,21 @@ def test_the_end_of_run_line_names_the_run_s_log_folder(script, in_tmp, capsys):
         assert Path(logs).resolve() == Path(logdir).resolve() == run_dir.resolve()
         assert any(run_dir.glob("events.out.tfevents.*"))
         assert Path(checkpoint).resolve() == (run_dir / f"{script.module.__name__}.pt").resolve()
+
+
+def test_a_hack_that_changes_args_in_the_loop_is_not_saved_so_a_resumed_run_starts_from_the_flag(script, in_tmp,
+                                                                                                 monkeypatch):
+    """Run's docstring and the exercises page: the checkpoint keeps the flags as the loop started. A hack
+    that decays args.ent_coef in the loop leaves the flag's value in the checkpoint, so --resume starts
+    from the flag, not from the decayed value."""
+    ppo_update = script.module.ppo_update
+
+    def decaying_ent_coef(args, *rest):  # a hack whose schedule lives in args
+        args.ent_coef *= 0.5
+        return ppo_update(args, *rest)
+
+    monkeypatch.setattr(script.module, "ppo_update", decaying_ent_coef)
+    run_dir = script.module.train(script.module.parse_args(script.short + ["--ent-coef", "0.01"]))
+    checkpoint = f"{run_dir}/{script.module.__name__}.pt"
+    assert torch.load(checkpoint)["args"]["ent_coef"] == 0.01
+    assert script.module.parse_args(["--resume", checkpoint, "--total-timesteps", "2048"]).ent_coef == 0.01

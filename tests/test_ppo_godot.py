@@ -73,8 +73,7 @@ def random_policy_return(env_path, port, steps=300):
     """The mean return of an untrained policy: uniform choices, N(0, 1) continuous actions."""
     args = ppo_godot.parse_args(["--env-path", env_path, "--port", str(port), "--seed", "11"])
     envs = ppo_godot.GodotVecEnv(args)
-    (policy,) = envs.policies.values()
-    untrained = ppo_godot.Agent(policy.obs_layout, policy.action_heads)
+    untrained = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
     try:
         obs, _ = envs.reset()
         returns = []
@@ -303,10 +302,12 @@ def misbehaving_game(tmp_path, behaviour):
                     "name) needs [channels, height, width]", 600),
 ])
 def test_connect_phase_faults_are_named(behaviour, message, timeout, port, tmp_path):
-    proc = run_script("ppo_godot.py", "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),
+    # a policy name names files in ppo_godot_multi_policy.py only; the rest is the two scripts' shared plumbing
+    script = "ppo_godot_multi_policy.py" if behaviour == "dotted-policy-name" else "ppo_godot.py"
+    proc = run_script(script, "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),
                       "--connect-timeout", str(timeout), cwd=tmp_path, check=False, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith(f"ppo_godot.py: error: {message.format(port=port)}")
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"{script}: error: {message.format(port=port)}")
     assert not game_pids(port)
 
 

@@ -29,14 +29,14 @@ def test_a_rendered_frame_shows_each_agent_and_its_target_where_they_are(display
     rows, walls grey and the floor black: a flipped or transposed decoding puts them elsewhere."""
     envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", CHASE["camera"], "--port", str(port)]))
     try:
-        assert envs.policies["shared_policy"].obs_layout == [("camera_2d", (CAMERA, CAMERA, 3))]  # declared [3, 36, 36]
+        assert envs.obs_layout == [("camera_2d", (CAMERA, CAMERA, 3))]  # declared [3, 36, 36]
         assert envs.single_observation_space.dtype == np.uint8
         envs.reset()
         game, checked = envs.games[0], 0
         rng = np.random.default_rng(0)
         for _ in range(5):
             game._send_as_json({"type": "action", "action": [{"move": int(m)} for m in rng.integers(0, 5, 16)]})
-            reply = ppo_godot.receive(game, 10)
+            reply = ppo_godot.await_reply(game, 10)
             images = envs.observations([reply]).reshape(-1, CAMERA, CAMERA, 3)
             for image, info in zip(images, reply["info"]):
                 for corner in (image[0, 0], image[-1, -1], image[WALL - 1, CAMERA // 2]):  # the walls' grey
@@ -118,8 +118,7 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
     and the row is float32 (the pixels exact) when vector keys share it."""
     envs = ppo_godot.GodotVecEnv.__new__(ppo_godot.GodotVecEnv)
     layout = [("position", (2,)), ("rgb_2d", (36, 40, 3))]
-    envs.agent_policy = [ppo_godot.argparse.Namespace(obs_keys=["position", "rgb_2d"], obs_layout=layout,
-                                                      padding=[])]
+    envs.obs_layout, envs.obs_keys = layout, ["position", "rgb_2d"]
     envs.single_observation_space = ppo_godot.gym.spaces.Box(-np.inf, np.inf, (2 + 36 * 40 * 3,), np.float32)
     pixels = np.random.default_rng(0).integers(0, 256, 36 * 40 * 3).astype(np.uint8)
     reply = {"obs": [{"rgb_2d": pixels.tobytes().hex(), "position": [0.25, -0.5]}]}

@@ -2,6 +2,7 @@
 between two scripts shows only what truly differs: whole functions and classes, from the lesson to
 the plumbing, each script's declared differences aside."""
 import ast
+import difflib
 import functools
 
 import pytest
@@ -12,19 +13,15 @@ SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
 GYM_SCRIPTS = SCRIPTS[:2]
 SHARED_BY_ALL = ["layer_init", "make_storage", "collect_rollout", "rollout_logprobs_and_values", "compute_gae",
                  "ppo_update", "str2bool", "minibatch_problem", "resumed_args", "fail", "EnvFault",
-                 "check_env_output", "Run", "unsaved_tensors", "load_checkpoint", "load_weights", "start_tracking",
+                 "check_env_output", "unsaved_tensors", "load_checkpoint", "load_weights", "start_tracking",
                  "stop_tracking"]
 SHARED_BY_GYM = ["NormalizeReward", "parse_and_check", "env_errors", "find_wrapper", "save_episodes",
-                 "restore_episodes", "track_videos"]
+                 "restore_episodes", "track_videos", "Run"]
 # The lines each script writes its own way: (definition, words of the line, why)
 DECLARED = {
     ("collect_rollout", "is_transition[step] = "):
         "ppo_godot.py knows from the game's reply, not from next_done, which steps only reset an agent",
     ("Run", "save_checkpoint("): "ppo_continuous_action.py's checkpoint also holds the observation statistics",
-    ("collect_rollout", 'writer.add_scalar("charts/episodic_return"'):
-        "ppo_godot.py's tag carries the agent's policy name when the game has several",
-    ("collect_rollout", 'writer.add_scalar("charts/episodic_length"'):
-        "ppo_godot.py's tag carries the agent's policy name when the game has several",
 }
 
 
@@ -55,31 +52,127 @@ def test_shared_definitions_are_textually_identical(name):
         assert without_declared(name, definitions(script)[name]) == reference, f"{script}'s {name} differs"
 
 
-# ppo_godot.py's train() names the objects of every agent apart from each policy's, which keep ppo.py's names
-GODOT_RENAMES = [("agent.parameters()", "agents.parameters()"), ("(envs, agent, optimizer)", "(envs, agents, optimizer)"),
-                 ("envs, agent, storage, next_obs,", "envs, agents, rollout, all_obs,"),
-                 ("storage = make_storage", "rollout = make_storage"), ("next_obs, next_done, global_step =", "all_obs, "
-                 "next_done, global_step ="), ("add_scalar(tag,", "add_scalar(tag + policy_tag,"),
-                 ("end_iteration(iteration, next_obs", "end_iteration(iteration, all_obs")]
+def differing_lines(reference, source):
+    """The lines that one of two definitions has and the other has not, as difflib aligns them, each
+    stripped: a line moved into a loop, indented once more, is the same line."""
+    return [line[2:] for line in difflib.ndiff([line.strip() for line in reference.splitlines()],
+                                               [line.strip() for line in source.splitlines()])
+            if line[:1] in "+-" and line[2:]]
+
+
+def assert_differs_only_as_declared(name, reference, source, declared):
+    """declared: {why: words}. Each differing line holds one of the words, and each of the words is in a
+    differing line (a declaration that no longer declares anything is removed)."""
+    differing = differing_lines(reference, source)
+    words = [word for why in declared for word in declared[why]]
+    assert differing, f"{name} is identical: declare nothing for it"
+    undeclared = [line for line in differing if not any(word in line for word in words)]
+    assert not undeclared, f"{name}: lines no declaration names: {undeclared}"
+    unused = [word for word in words if not any(word in line for line in differing)]
+    assert not unused, f"{name}: declared words no differing line holds: {unused}"
+
+
+# ppo_godot.py's Run is ppo.py's but for what a running game cannot do
+GODOT_RUN = {
+    "a game records no videos, so none are tracked": ("videos", "if self.args.track:"),
+    "a running game's episodes cannot be saved: every save keeps the same state (no exact stop to tell "
+    "apart), and a resumed run starts new episodes": (
+        "self.save(", "def save(", "exact", "episodes", "random generators", 'saved["next_obs"]', "else:",
+        "boundary", "Every exit keeps the run", "kept as it was", "stop could save", "start new ones"),
+}
+
+
+def test_ppo_godot_run_differs_from_ppo_s_only_where_a_game_cannot_do_the_same():
+    assert_differs_only_as_declared("Run", definitions("ppo.py")["Run"], definitions("ppo_godot.py")["Run"], GODOT_RUN)
 
 
 @pytest.mark.parametrize("script", SCRIPTS[1:])
 def test_train_differs_only_in_the_agent_and_the_game(script):
     """train() is ppo.py's but for the Agent's sizes and, in ppo_godot.py, the game's Run, its envs (no
-    videos, so no run name), the batch sized from the game's agents, and the loop over the game's policies
-    around the advantages and the update, whose lines are ppo.py's, indented once more."""
-    reference = definitions("ppo.py")["train"]
-    if script == "ppo_godot.py":  # one Agent per policy, and the rollout of all agents, under names of their own
-        for name, renamed in GODOT_RENAMES:
-            reference = reference.replace(name, renamed)
-    reference = {line.strip() for line in reference.splitlines()}
+    videos, so no run name), the batch sized from the game's agents and the game's checks."""
+    reference = {line.strip() for line in definitions("ppo.py")["train"].splitlines()}
     lines = {line.strip() for line in definitions(script)["train"].splitlines()}
     differing = reference ^ lines
     allowed = ("Agent(", "int(np.prod(envs.single_action_space.shape))", "Run(args)", "make_envs(args",
                "args.num_envs = ", "args.batch_size = ", "args.num_iterations = ", "check_game(")
-    if script == "ppo_godot.py":  # the loop over the policies, and the comments on it and on the optimizer
-        allowed += ("AgentPerPolicy(", "agents.learners(rollout, all_obs)", "# Each policy learns", "# One Adam for all")
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
+
+
+# ppo_godot_multi_policy.py is ppo_godot.py but for what several policies change: each definition the two
+# both have differs only in lines holding the words declared for it, and each definition of one alone is
+# declared, with why
+MULTI_POLICY = {
+    "parse_args": {"--eval-episodes counts each policy's episodes": ("of each policy", "--eval-checkpoint, as many"),
+                   "the comment names the flags section 9 adds": ("# section 9 adds", "--onnx-export-path", "--resume takes")},
+    "GodotVecEnv": {
+        "each agent's row holds its own policy's keys, zero-padded to the widest policy's row; each action row "
+        "its own policy's columns, floats for all": (
+            "polic", "read_layouts", "obs_keys", "width =", "discrete", "MultiDiscrete", "floats", "columns",
+            "self.num_envs =", "Every agent's row", "its bytes", "agents_obs", 'reply["obs"]',
+            "dtype=self.single_observation_space.dtype", "game_actions", "to_game_action")},
+    "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
+        "polic", "return_rms", "std", "autoreset", "transition) is left out", "the siblings' NormalizeReward",
+        "playing")},
+    "collect_rollout": {"an episode's tags end in its agent's policy name": ("tag", "charts/episodic_")},
+    "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
+              "policies whose lines are ppo_godot.py's": (
+                  "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
+                  "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration")},
+    "evaluate": {"each policy's returns, and the line of each episode names its policy": (
+        "polic", "returns", "agent", "pi(.|s)", "short ones")},
+    "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
+                   "its weights returned": (
+                       "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
+                       "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout", "args.resume", "else:")},
+    "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
+                        "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
+                                                          "saved_layout", "--frozen-policy", "ppo_godot.py", "partition", "name and path",
+                                                          "isfile", "from their checkpoint")},
+    "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
+    "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
+                        "it once trained": ('checkpoint["script"]', "ppo_godot.py's too")},
+    "GameRun": {"a model per policy": ("export_",)},
+    "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "obs_layout", "agents_of",
+                                                                        "obs_rows[")},
+    "check_observations": {"each agent's keys are its policy's": ("polic", "obs_layout", "agents_of")},
+    "start_games": {"agents of one policy name share spaces": ("agent", "polic", "started and connected")},
+    "game_problem": {"several policy names are the point here; a name names files, so its characters are "
+                     "checked; agents of one name share spaces": (
+                         "polic", "agent", "where", "name", "spaces", "for key, space in", "alike", "letters, digits")},
+    "export_checkpoint": {"a file per policy": ("polic", "own_kind", "saved_layout", "weights", "export_onnx(",
+                                                "checkpoint[\"model\"]", "saved model to ONNX")},
+}
+ONLY_IN_PPO_GODOT = {
+    "saved_layout": "a checkpoint's one policy (a checkpoint of several gets one line naming "
+                    "ppo_godot_multi_policy.py)",
+    "load_policy": "a checkpoint's one policy into the Agent; the sibling's load_policies loads each",
+}
+ONLY_IN_MULTI_POLICY = {
+    "read_policies": "the game's policy names and each one's layouts and agents",
+    "AgentPerPolicy": "an Agent per policy, each playing its own agents' rows",
+    "policy_rows": "a policy's share of the rollout: what it learns from",
+    "saved_policies": "each policy of a checkpoint, this script's or ppo_godot.py's",
+    "own_kind": "a checkpoint that ppo_godot.py owns gets one line naming it",
+    "saved_policy": "one policy of a checkpoint, for --frozen-policy",
+    "misfit": "why a saved policy cannot play the game's",
+    "load_policies": "every policy's weights from a checkpoint",
+    "onnx_path": "a file per policy",
+    "export_policies": "a file per policy",
+}
+
+
+@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot.py")) & set(definitions("ppo_godot_multi_policy.py"))))
+def test_ppo_godot_multi_policy_differs_from_ppo_godot_only_where_several_policies_do(name):
+    reference, source = definitions("ppo_godot.py")[name], definitions("ppo_godot_multi_policy.py")[name]
+    if name not in MULTI_POLICY:
+        assert source == reference, f"ppo_godot_multi_policy.py's {name} differs: declare it, or make it ppo_godot.py's"
+    else:
+        assert_differs_only_as_declared(name, reference, source, MULTI_POLICY[name])
+
+
+def test_what_only_one_of_the_godot_scripts_defines_is_declared():
+    ppo_godot, multi = set(definitions("ppo_godot.py")), set(definitions("ppo_godot_multi_policy.py"))
+    assert ppo_godot - multi == set(ONLY_IN_PPO_GODOT) and multi - ppo_godot == set(ONLY_IN_MULTI_POLICY)
 
 
 # ppo_lstm.py takes ppo.py's definitions where memory changes nothing, and ppo_continuous_action.py's

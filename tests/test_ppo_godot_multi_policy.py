@@ -1,4 +1,4 @@
-"""Several policies in one game (issue 27), on the real engine: the Chase game's tag mode, whose
+"""ppo_godot_multi_policy.py: several policies in one game, on the real engine: the Chase game's tag mode, whose
 chasers (4 floats, a discrete move of 5) and runners (5 floats, a continuous move of 2) are two policy
 names. Each learns from its own agents' rows, logs under its own tags, is saved, resumed, played and
 exported on its own; --frozen-policy plays one from a checkpoint and keeps it fixed."""
@@ -10,10 +10,11 @@ import onnxruntime
 import pytest
 import torch
 
-import ppo_godot
+import ppo_godot_multi_policy as multi
 from conftest import (REPO, assert_one_line_error, assert_plugin_plays_like_torch, free_port, game_pids, needs_godot,
                       read_scalars, run_dirs, run_script, saved_agents)
 
+SCRIPT = "ppo_godot_multi_policy.py"
 GAMES = REPO / "godot" / "chase"
 TAG, VS_SCRIPTED_RUNNER, VS_SCRIPTED_CHASER = (str(GAMES / f"chase_tag{mode}.x86_64") for mode in
                                                 ("", "_scripted_runner", "_scripted_chaser"))
@@ -31,24 +32,24 @@ def tag_run(tmp_path_factory):
     """A finished two-policy run of 2 iterations, exported: (checkpoint, ONNX path given, stdout)."""
     needs_godot()
     folder = tmp_path_factory.mktemp("tag_run")
-    proc = run_script("ppo_godot.py", *game_argv(TAG, free_port(), "--total-timesteps", "512"),
+    proc = run_script(SCRIPT, *game_argv(TAG, free_port(), "--total-timesteps", "512"),
                       "--onnx-export-path", str(folder / "tag.onnx"), cwd=folder)
-    return run_dirs(folder)[0] / "ppo_godot.pt", folder / "tag.onnx", proc.stdout
+    return run_dirs(folder)[0] / "ppo_godot_multi_policy.pt", folder / "tag.onnx", proc.stdout
 
 
 def test_each_policy_learns_from_its_own_agents_rows_only(port, tmp_path, monkeypatch):
     needs_godot()
     updates = []
-    original = ppo_godot.ppo_update
+    original = multi.ppo_update
 
     def recording(args, agent, optimizer, storage, *rest):
         updates.append((agent, {key: np.copy(rows) for key, rows in vars(storage).items()}))
         return original(args, agent, optimizer, storage, *rest)
 
-    monkeypatch.setattr(ppo_godot, "ppo_update", recording)
+    monkeypatch.setattr(multi, "ppo_update", recording)
     # 8 iterations: 128 steps of each agent, so that every pair's episode has ended (by 100 steps, a time-out)
     argv = game_argv(TAG, port, "--total-timesteps", "2048", "--norm-reward", "false", "--log-dir", str(tmp_path))
-    run_dir = ppo_godot.train(ppo_godot.parse_args(argv))
+    run_dir = multi.train(multi.parse_args(argv))
     assert not game_pids(port)
 
     assert len(updates) == 16 and updates[0][0] is updates[14][0] and updates[1][0] is updates[15][0]
@@ -83,7 +84,7 @@ def test_a_two_policy_run_saves_and_exports_a_model_for_each(tag_run):
     assert not onnx_path.exists()  # a file per policy, none under the name given
 
     # and from the checkpoint alone, with no game
-    export = run_script("ppo_godot.py", "--export-checkpoint", str(checkpoint), "--onnx-export-path",
+    export = run_script(SCRIPT, "--export-checkpoint", str(checkpoint), "--onnx-export-path",
                         str(onnx_path.with_name("again.onnx")), cwd=checkpoint.parent)
     assert export.stdout.count("exported to") == 2
     for name in agents:
@@ -93,12 +94,12 @@ def test_a_two_policy_run_saves_and_exports_a_model_for_each(tag_run):
 def test_a_resumed_two_policy_run_starts_from_both_saved_policies_and_their_optimizer(tag_run, tmp_path, port,
                                                                                       monkeypatch):
     checkpoint, _, _ = tag_run
-    resumed_path = tmp_path / "run" / "ppo_godot.pt"
+    resumed_path = tmp_path / "run" / "ppo_godot_multi_policy.pt"
     resumed_path.parent.mkdir()
     resumed_path.write_bytes(checkpoint.read_bytes())
     saved = torch.load(resumed_path)
     first_weights = {}
-    original = ppo_godot.Agent.evaluate_actions
+    original = multi.Agent.evaluate_actions
 
     def recording(self, x, action):  # each policy's weights at its first update of the second life
         kind = self.heads[0][0]  # the chaser's action is discrete, the runner's continuous
@@ -106,16 +107,16 @@ def test_a_resumed_two_policy_run_starts_from_both_saved_policies_and_their_opti
             first_weights[kind] = {k: v.clone() for k, v in self.state_dict().items()}
         return original(self, x, action)
 
-    monkeypatch.setattr(ppo_godot.Agent, "evaluate_actions", recording)
-    optimizers, start = [], ppo_godot.GameRun.start
+    monkeypatch.setattr(multi.Agent, "evaluate_actions", recording)
+    optimizers, start = [], multi.GameRun.start
 
     def recording_start(self):  # the optimizer's state once the run has resumed
         started = start(self)
         optimizers.append(copy.deepcopy(self.optimizer.state_dict()))
         return started
 
-    monkeypatch.setattr(ppo_godot.GameRun, "start", recording_start)
-    ppo_godot.train(ppo_godot.parse_args(["--resume", str(resumed_path), "--port", str(port),
+    monkeypatch.setattr(multi.GameRun, "start", recording_start)
+    multi.train(multi.parse_args(["--resume", str(resumed_path), "--port", str(port),
                                           "--total-timesteps", "1024", "--onnx-export-path", str(tmp_path / "r.onnx")]))
     for kind, name in (("discrete", "chaser"), ("continuous", "runner")):
         weights = {k[len(f"agents.{name}."):]: v for k, v in saved["model"].items() if k.startswith(f"agents.{name}.")}
@@ -133,23 +134,23 @@ def test_a_resumed_two_policy_run_starts_from_both_saved_policies_and_their_opti
 
 def test_evaluation_plays_every_policy_the_game_names(tag_run, tmp_path, port):
     checkpoint, _, _ = tag_run
-    both = run_script("ppo_godot.py", *game_argv(TAG, port, "--eval-checkpoint", str(checkpoint),
+    both = run_script(SCRIPT, *game_argv(TAG, port, "--eval-checkpoint", str(checkpoint),
                                                  "--eval-episodes", "8"), cwd=tmp_path)
     for greedy in ("greedy", "sampled"):
         for name in ("chaser", "runner"):
             assert f"{greedy} policy {name}: mean_return=" in both.stdout
     # against the game's scripted runner, the checkpoint's chaser plays alone
-    alone = run_script("ppo_godot.py", *game_argv(VS_SCRIPTED_RUNNER, port, "--eval-checkpoint", str(checkpoint),
+    alone = run_script(SCRIPT, *game_argv(VS_SCRIPTED_RUNNER, port, "--eval-checkpoint", str(checkpoint),
                                                   "--eval-episodes", "8"), cwd=tmp_path)
-    assert "greedy policy: mean_return=" in alone.stdout and "runner" not in alone.stdout
+    assert "greedy policy chaser: mean_return=" in alone.stdout and "runner" not in alone.stdout
 
 
 def test_a_frozen_policy_plays_its_saved_weights_and_never_learns(tag_run, tmp_path, port):
     checkpoint, _, _ = tag_run
-    run_script("ppo_godot.py", *game_argv(TAG, port, "--total-timesteps", "2048",  # every pair's episode ends
+    run_script(SCRIPT, *game_argv(TAG, port, "--total-timesteps", "2048",  # every pair's episode ends
                                           "--frozen-policy", f"runner={checkpoint}"), cwd=tmp_path)
     run_dir = run_dirs(tmp_path)[0]
-    before, after = saved_agents(checkpoint), saved_agents(run_dir / "ppo_godot.pt")
+    before, after = saved_agents(checkpoint), saved_agents(run_dir / "ppo_godot_multi_policy.pt")
     assert all(torch.equal(a, b) for a, b in zip(before["runner"][0].state_dict().values(),
                                                  after["runner"][0].state_dict().values()))
     assert not all(torch.equal(a, b) for a, b in zip(before["chaser"][0].state_dict().values(),
@@ -162,7 +163,7 @@ def test_a_frozen_policy_plays_its_saved_weights_and_never_learns(tag_run, tmp_p
 
 @pytest.fixture(scope="module")
 def runner_only(tmp_path_factory):
-    """A one-policy checkpoint: a runner trained one iteration against the game's scripted chaser."""
+    """A checkpoint of ppo_godot.py: a runner trained one iteration against the game's scripted chaser."""
     needs_godot()
     folder = tmp_path_factory.mktemp("runner_only")
     run_script("ppo_godot.py", *game_argv(VS_SCRIPTED_CHASER, free_port(), "--total-timesteps", "128"), cwd=folder)
@@ -179,20 +180,20 @@ def runner_only(tmp_path_factory):
 ], ids=["no-checkpoint", "unknown-in-file", "unknown-in-game", "spaces-differ", "all-frozen", "missing-file"])
 def test_a_bad_frozen_policy_gets_one_line(game, frozen, message, tag_run, runner_only, tmp_path, port):
     frozen = frozen.format(tag=tag_run[0], runner=runner_only, missing=tmp_path / "none.pt")
-    proc = run_script("ppo_godot.py", *game_argv(game, port, "--frozen-policy", frozen), cwd=tmp_path, check=False)
+    proc = run_script(SCRIPT, *game_argv(game, port, "--frozen-policy", frozen), cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
     assert not (tmp_path / "runs").exists() and not game_pids(port)
 
 
 def test_frozen_policy_is_for_training_only(tag_run, tmp_path, port):
-    proc = run_script("ppo_godot.py", *game_argv(TAG, port, "--eval-checkpoint", str(tag_run[0]),
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--eval-checkpoint", str(tag_run[0]),
                                                  "--frozen-policy", f"runner={tag_run[0]}"), cwd=tmp_path, check=False)
     assert_one_line_error(proc, "--frozen-policy is for training")
 
 
 class TwoPolicies:
     """The games' vector env as NormalizeReward sees it: agents 0-1 of policy "big", 2-3 of "small"."""
-    policies = {name: ppo_godot.argparse.Namespace(agents=np.array(agents))
+    policies = {name: multi.argparse.Namespace(agents=np.array(agents))
                 for name, agents in (("big", [0, 1]), ("small", [2, 3]))}
     num_envs = 4
 
@@ -203,7 +204,7 @@ class TwoPolicies:
 
 def test_each_policy_s_rewards_are_scaled_by_its_own_statistics():
     """Rewards 10,000 times apart come out of --norm-reward on one scale: a statistic per policy."""
-    envs = ppo_godot.NormalizeReward(TwoPolicies(), gamma=0.99)
+    envs = multi.NormalizeReward(TwoPolicies(), gamma=0.99)
     for _ in range(50):
         _, reward, _, _, _ = envs.step(None)
     assert reward[0] == reward[1] and reward[2] == reward[3]
@@ -215,28 +216,30 @@ def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_e
     layout (a CNN per camera key it has), reads its own agents' rows cut to its own width (the rows are
     float32, padded to the widest), answers in its own columns of the padded action row, and exports
     its own ONNX inputs."""
-    watcher = ppo_godot.argparse.Namespace(obs_layout=[("eye_2d", (36, 36, 3))], action_heads=[("turn", "discrete", 3)],
+    watcher = multi.argparse.Namespace(obs_layout=[("eye_2d", (36, 36, 3))], action_heads=[("turn", "discrete", 3)],
                                            agents=np.array([0, 2]), width=36 * 36 * 3, columns=1)
-    mover = ppo_godot.argparse.Namespace(obs_layout=[("obs", (5,))], action_heads=[("move", "continuous", 2)],
+    mover = multi.argparse.Namespace(obs_layout=[("obs", (5,))], action_heads=[("move", "continuous", 2)],
                                          agents=np.array([1]), width=5, columns=2)
-    agents = ppo_godot.AgentPerPolicy({"watcher": watcher, "mover": mover})
-    assert list(agents.agents["watcher"].cameras) == ["eye_2d"] and not agents.agents["mover"].cameras
+    agents = multi.AgentPerPolicy({"watcher": watcher, "mover": mover})
+    assert list(agents["watcher"].cameras) == ["eye_2d"] and not agents["mover"].cameras
     rows = torch.zeros(3, 36 * 36 * 3)
     rows[[0, 2]] = torch.randint(0, 256, (2, 36 * 36 * 3)).float()
     rows[1, :5] = torch.randn(5)
     with torch.no_grad():
         action = agents.get_greedy_action(rows)
         assert action.shape == (3, 2) and (action[[0, 2], 1] == 0).all()  # the watcher's row padded
-        assert torch.equal(action[[0, 2], :1], agents.agents["watcher"].get_greedy_action(rows[[0, 2]]).float())
-        assert torch.equal(action[[1]], agents.agents["mover"].get_greedy_action(rows[[1], :5]))
-    rollout = ppo_godot.argparse.Namespace(obs=np.zeros((4, 3, 36 * 36 * 3), np.float32),
+        assert torch.equal(action[[0, 2], :1], agents["watcher"].get_greedy_action(rows[[0, 2]]).float())
+        assert torch.equal(action[[1]], agents["mover"].get_greedy_action(rows[[1], :5]))
+    rollout = multi.argparse.Namespace(obs=np.zeros((4, 3, 36 * 36 * 3), np.float32),
                                            actions=np.zeros((4, 3, 2), np.float32), rewards=np.zeros((4, 3)),
                                            terminations=np.zeros((4, 3)), truncations=np.zeros((4, 3)),
                                            is_transition=np.ones((4, 3), bool))
-    learned = {tag: (storage.obs.shape, storage.actions.shape, next_obs.shape)
-               for tag, _, storage, next_obs in agents.learners(rollout, rows.numpy())}
-    assert learned == {"/watcher": ((4, 2, 3888), (4, 2, 1), (2, 3888)), "/mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
-    written = ppo_godot.export_policies(agents, str(tmp_path / "two.onnx"))
+    learned = {}
+    for name, policy in agents.policies.items():
+        storage, next_obs = multi.policy_rows(policy, rollout, rows.numpy())
+        learned[name] = (storage.obs.shape, storage.actions.shape, next_obs.shape)
+    assert learned == {"watcher": ((4, 2, 3888), (4, 2, 1), (2, 3888)), "mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
+    written = multi.export_policies(agents, str(tmp_path / "two.onnx"))
     assert "two_watcher.onnx" in written and "two_mover.onnx" in written
     for name, key in (("watcher", "eye_2d"), ("mover", "obs")):
         session = onnxruntime.InferenceSession(str(tmp_path / f"two_{name}.onnx"), providers=["CPUExecutionProvider"])
