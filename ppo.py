@@ -81,8 +81,8 @@ def parse_args(argv=None):
     # Evaluation
     p.add_argument("--eval-checkpoint", default=None, help="evaluate this saved model instead of training")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes for --eval-checkpoint")
-    # section 9 adds --save-model and --resume, then checks the values (a bad one ends the run in one
-    # line); --resume takes the saved run's flags
+    # section 9 adds the run's own flags (--save-model, --checkpoint-minutes, --resume, --track), then
+    # checks the values (a bad one ends the run in one line); --resume takes the saved run's flags
     args = parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
@@ -368,7 +368,7 @@ def train(args):
         # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
         next_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
-            if args.anneal_lr:  # linearly from --learning-rate to 0
+            if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             next_obs, next_done, global_step = collect_rollout(
@@ -800,10 +800,10 @@ def start_tracking(args, run_name):
     which wandb then follows."""
     import wandb  # only under --track: parse_and_check has checked that it is installed
 
-    run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
-                     id=getattr(args, "wandb_id", None), resume="allow", config=vars(args), sync_tensorboard=True,
-                     save_code=True)
-    args.wandb_id = run.id
+    wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
+                           id=getattr(args, "wandb_id", None), resume="allow", config=vars(args),
+                           sync_tensorboard=True, save_code=True)
+    args.wandb_id = wandb_run.id
 
 
 def track_videos(args, run_name, logged):

@@ -5,7 +5,9 @@
     tensorboard --logdir runs                  # watch charts/episodic_return climb
     python ppo_godot.py --env-path ... --onnx-export-path model.onnx     # for in-game inference
 
-Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson.
+Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson:
+sections 4 to 6 (rollout, advantages, update) are ppo.py's, line for line, and what a game changes is
+in section 2 (the games as one vector env), section 3 (cameras, mixed actions) and section 7.
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
 GodotVecEnv, all played by one network. Discrete, continuous and mixed actions work, in the order the
 game declares them. Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of
@@ -231,7 +233,7 @@ def make_envs(args):
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, clipped to
-    +-10: the siblings' NormalizeReward, for the games' vector env. G restarts at every episode end, and
+    +-10 (the siblings' NormalizeReward does not clip), for the games' vector env. G restarts at every episode end, and
     an autoreset step (no transition) is left out. The logged returns stay the game's own."""
 
     def __init__(self, envs, gamma):
@@ -564,10 +566,10 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agent, optimizer):
-        # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
+        # s_0: new episodes from envs.reset(seed=args.seed), for a resumed run too (a game's cannot be saved)
         next_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
-            if args.anneal_lr:  # linearly from --learning-rate to 0
+            if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             next_obs, next_done, global_step = collect_rollout(
@@ -616,8 +618,9 @@ def evaluate(args, greedy=True):
 
 
 # ================================================================================================
-# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection and guards, the
-#    ONNX export. Nothing below changes what is learned
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
+#    ONNX export. What is learned is decided above; below, only the game's command line (its --speedup,
+#    --framerate, --action-repeat) reaches the game
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -812,7 +815,8 @@ class Run:
     optimizer, is saved and resumed with it (state_dict); a tensor kept elsewhere on the agent is
     named when the run saves, since it is not saved.
 
-    Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
+    Between two updates (a boundary) the run can stop and be resumed, every state as it was but the
+    episodes: a running game's cannot be saved, so a resumed run starts new ones. The first Ctrl-C or
     kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
     the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
     the save they would cut short completes.
@@ -1039,10 +1043,10 @@ def start_tracking(args, run_name):
     which wandb then follows."""
     import wandb  # only under --track: parse_and_check has checked that it is installed
 
-    run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
-                     id=getattr(args, "wandb_id", None), resume="allow", config=vars(args), sync_tensorboard=True,
-                     save_code=True)
-    args.wandb_id = run.id
+    wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
+                           id=getattr(args, "wandb_id", None), resume="allow", config=vars(args),
+                           sync_tensorboard=True, save_code=True)
+    args.wandb_id = wandb_run.id
 
 
 def stop_tracking():
@@ -1113,14 +1117,14 @@ def load_weights(agent, checkpoint, path):
 def saved_layout(checkpoint, path):
     """(obs_layout, action_heads) of the game a checkpoint played, or one line saying why it has none."""
     saved = checkpoint["args"]
-    if len(saved.get("policies", {})) > 1:  # a game of several policies, which ppo_godot.py once trained
+    if len(saved.get("policies", {})) > 1:  # a game of several policies: ppo_godot_multi_policy.py's kind
         fail(f"{path} holds the policies {', '.join(map(repr, saved['policies']))} of a game of several: "
              f"resume, evaluate or export it with ppo_godot_multi_policy.py")
     if "policies" in saved:  # one policy, under the game's name for it
         (saved,) = saved["policies"].values()
     if "action_heads" not in saved:
         fail(f"{path} predates checkpoints that record the game's layout: train it again")
-    # a vector key's shape, or in older checkpoints its size
+    # a vector key's shape, or its size as a number
     obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
     return obs_layout, saved["action_heads"]
 

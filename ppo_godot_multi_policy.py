@@ -1,17 +1,23 @@
-"""PPO inside a running Godot game whose agents name several policies, through the godot-rl package, in
-one file: an Agent (network) per policy name, each learning from its own agents' steps.
+"""PPO inside a running Godot game whose agents name several policies, through the godot-rl package,
+in one file: an Agent (network) per policy name, each learning from its own agents' steps.
 
     python ppo_godot_multi_policy.py --env-path godot/chase/chase_tag.x86_64     # chasers and runners
     tensorboard --logdir runs             # charts/episodic_return/chaser and .../runner, one per policy
     python ppo_godot_multi_policy.py --env-path ... --onnx-export-path tag.onnx  # tag_chaser.onnx, tag_runner.onnx
     python ppo_godot_multi_policy.py --env-path ... --frozen-policy runner=runs/<run>/ppo_godot_multi_policy.pt
 
-ppo_godot.py is the lesson on a game of one policy; `diff ppo_godot.py ppo_godot_multi_policy.py` shows
-what several policies change: the game's policy names read in section 2, an Agent per name (section 3),
-each policy's rows of the rollout (section 5), and the loop over the policies in train() (section 7).
-Each policy has its own observation and action spaces, tags ending in /<name>, reward statistics and
-ONNX file; --frozen-policy plays one from a checkpoint, never updated (a fixed opponent). A game of
-one policy name trains too, logging what ppo_godot.py logs. Read it down to the plumbing banner.
+Read ppo_godot.py first: this file is ppo_godot.py with several policies, and `diff ppo_godot.py
+ppo_godot_multi_policy.py` is the lesson. The game's policy names are read in section 2, each
+agent's row padded to the widest policy's; an Agent per name plays its agents' rows (section 3,
+AgentPerPolicy); each policy's rows of the rollout (section 5, policy_rows) feed its own advantages
+and update, in a loop over the policies in train() (section 7). Each policy also has its own reward
+statistic, tags ending in /<name>, evaluation line and ONNX file; --frozen-policy plays one from a
+checkpoint and never updates it (a fixed opponent). A game of one policy name trains here too and
+logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
+A game holds several agents (n_agents per process, --n-parallel processes), each one env of
+GodotVecEnv. Discrete, continuous and mixed actions work, in the order the game declares them.
+Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO
+comments give equations. Below the banner: what keeps a run safe, and the game's guards.
 A game resets a finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
      on the next action, marking that step info["autoreset"]: no transition, left out of the update.
@@ -259,7 +265,7 @@ def make_envs(args):
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, clipped to
-    +-10: the siblings' NormalizeReward, for the games' vector env, with one statistic per policy (its
+    +-10 (the siblings' NormalizeReward does not clip), for the games' vector env, with one statistic per policy (its
     rewards have a scale of their own). G restarts at every episode end, and an autoreset step (no
     transition) is left out. The logged returns stay the game's own."""
 
@@ -420,15 +426,15 @@ class Agent(nn.Module):
 class AgentPerPolicy(nn.Module):
     """An Agent per policy name, playing every agent of the game: each agent's row goes to its policy's
     Agent, cut to that policy's width, and the actions come back as one row per agent, padded to the
-    widest policy's columns. agents[name] is the policy's Agent. frozen: {name: saved weights, or None
-    when --resume brings them}, the policies of --frozen-policy, which act and never learn."""
+    widest policy's columns. agents[name] is the policy's Agent. frozen_weights: {name: saved weights,
+    or None when --resume brings them} of the policies of --frozen-policy, which act and never learn."""
 
-    def __init__(self, policies, frozen=None):
+    def __init__(self, policies, frozen_weights=None):
         super().__init__()
-        self.policies, self.frozen = policies, set(frozen or {})
+        self.policies, self.frozen = policies, set(frozen_weights or {})  # the frozen policies' names
         self.agents = nn.ModuleDict({name: Agent(policy.obs_layout, policy.action_heads)
                                      for name, policy in policies.items()})
-        for name, weights in (frozen or {}).items():
+        for name, weights in (frozen_weights or {}).items():
             if weights is not None:
                 self.agents[name].load_state_dict(weights)
             self.agents[name].requires_grad_(False)
@@ -502,7 +508,8 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
 
 
 # ================================================================================================
-# 5. Advantages: log pi_old and V of the rollout, then Generalized Advantage Estimation
+# 5. Advantages: each policy's rows of the rollout, their log pi_old and V, then Generalized Advantage
+#    Estimation
 # ================================================================================================
 def rollout_logprobs_and_values(agent, storage, next_obs, device):
     """log pi_old(a_t|s_t), V(s_t) of every row, and V(next_obs). CleanRL computes them in the rollout, step
@@ -634,19 +641,20 @@ def train(args):
     args.num_envs = envs.num_envs  # the game decides how many agents (envs) there are
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout, all policies' together
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
-    frozen = check_game(args, envs)  # section 9: each policy's batch splits into minibatches; --frozen-policy's weights
-    agents = AgentPerPolicy(envs.policies, frozen).to(device)
-    # One Adam for all policies: its moments are per weight, and a policy's update steps only its own
+    frozen_weights = check_game(args, envs)  # section 9: each policy's batch splits; --frozen-policy's weights
+    agents = AgentPerPolicy(envs.policies, frozen_weights).to(device)
+    # One Adam for all policies: its moments are per weight, and a policy's update steps only its own (zero_grad
+    # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_rows)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer):
-        # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
+        # s_0: new episodes from envs.reset(seed=args.seed), for a resumed run too (a game's cannot be saved)
         all_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
-            if args.anneal_lr:  # linearly from --learning-rate to 0
+            if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             all_obs, next_done, global_step = collect_rollout(
@@ -705,8 +713,9 @@ def evaluate(args, greedy=True):
 
 
 # ================================================================================================
-# 9. Plumbing: bad input, checkpoints, stop and resume, faults, the game's connection and guards, the
-#    ONNX export. Nothing below changes what is learned
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
+#    ONNX export. What is learned is decided above; below, only the game's command line (its --speedup,
+#    --framerate, --action-repeat) reaches the game
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -796,16 +805,16 @@ def parse_and_check(p, flag, argv):
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
     if args.track and importlib.util.find_spec("wandb") is None:
         fail("--track needs the wandb package: pip install -r requirements-track.txt")
-    frozen = {}
+    frozen_paths = {}
     for value in args.frozen_policy:  # NAME=CHECKPOINT: what the file holds is checked once the game runs (check_game)
         name, _, path = value.partition("=")
         if not (name and path):
             fail(f"--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {value!r}")
         if not os.path.isfile(path):
             fail(f"--frozen-policy {name}: no such checkpoint: {path!r}")
-        frozen[name] = os.path.abspath(path)
-    args.frozen_policy = frozen
-    if frozen and (args.eval_checkpoint or args.export_checkpoint):
+        frozen_paths[name] = os.path.abspath(path)
+    args.frozen_policy = frozen_paths  # {name: checkpoint}
+    if frozen_paths and (args.eval_checkpoint or args.export_checkpoint):
         fail("--frozen-policy is for training: --eval-checkpoint and --export-checkpoint take every policy "
              "from their checkpoint")
     if args.export_checkpoint and not args.onnx_export_path:
@@ -827,22 +836,27 @@ def check_game(args, envs):
     """What the game decided, checked once it is up: each learning policy's batch (its agents x
     --num-steps) must split into minibatches, the observation keys must not clash with the ONNX model's
     own names, and --frozen-policy must name a policy of the game that its checkpoint fits. Returns the
-    frozen policies' weights ({name: weights}; None for a resumed run, whose checkpoint holds them). The
+    frozen policies' weights, each file read once ({name: weights}; None for a resumed run, whose
+    checkpoint holds them). The
     layouts go into the checkpoint, for an ONNX export without a game."""
     args.policies = {name: {"obs_layout": policy.obs_layout, "action_heads": policy.action_heads}
                      for name, policy in envs.policies.items()}
     problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
-    frozen = {}
+    frozen_weights = {}
     for name, path in args.frozen_policy.items():
         if name not in envs.policies:
             problems.append(f"--frozen-policy {name}: the game has no policy {name!r}; its agents' policy names are "
                             f"{', '.join(map(repr, envs.policies))}")
         elif args.resume:
-            frozen[name] = None
+            frozen_weights[name] = None
         else:
-            saved = saved_policy(saved_policies(load_checkpoint(path), path), name, path)
+            try:  # a file that is no checkpoint, or holds no such policy: its one line, the games closed
+                saved = saved_policy(saved_policies(load_checkpoint(path), path), name, path)
+            except SystemExit:
+                envs.close()
+                raise
             problems.append(misfit(name, saved, envs.policies[name], path))
-            frozen[name] = saved[2]
+            frozen_weights[name] = saved[2]
     if set(envs.policies) <= set(args.frozen_policy):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
     for name, policy in envs.policies.items():
@@ -858,7 +872,7 @@ def check_game(args, envs):
     if args.total_timesteps < args.batch_size and not args.resume:
         print(f"{os.path.basename(__file__)}: note: --total-timesteps {args.total_timesteps} is less than one rollout "
               f"({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}): one rollout runs")
-    return frozen
+    return frozen_weights
 
 
 def minibatch_problem(batch_size, num_minibatches, batch):
@@ -938,7 +952,8 @@ class Run:
     optimizer, is saved and resumed with it (state_dict); a tensor kept elsewhere on the agent is
     named when the run saves, since it is not saved.
 
-    Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
+    Between two updates (a boundary) the run can stop and be resumed, every state as it was but the
+    episodes: a running game's cannot be saved, so a resumed run starts new ones. The first Ctrl-C or
     kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
     the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
     the save they would cut short completes.
@@ -1165,10 +1180,10 @@ def start_tracking(args, run_name):
     which wandb then follows."""
     import wandb  # only under --track: parse_and_check has checked that it is installed
 
-    run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
-                     id=getattr(args, "wandb_id", None), resume="allow", config=vars(args), sync_tensorboard=True,
-                     save_code=True)
-    args.wandb_id = run.id
+    wandb_run = wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, name=run_name,
+                           id=getattr(args, "wandb_id", None), resume="allow", config=vars(args),
+                           sync_tensorboard=True, save_code=True)
+    args.wandb_id = wandb_run.id
 
 
 def stop_tracking():
@@ -1222,7 +1237,7 @@ def load_checkpoint(path):
         fail(f"{path!r} cannot be read as a checkpoint of {script} ({reason.split('. Please')[0].strip()})")
     if not isinstance(checkpoint, dict) or "script" not in checkpoint:
         fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
-    # ppo_godot.py's too: a policy to freeze, or a game of several policies, which it once trained
+    # ppo_godot.py's too: a policy to freeze, and the checkpoints of several policies it holds
     if checkpoint["script"] not in (script, "ppo_godot.py"):
         fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
     return checkpoint
@@ -1252,7 +1267,7 @@ def saved_policies(checkpoint, path):
         return {name: (spec["obs_layout"], spec["action_heads"], model) for name, spec in saved["policies"].items()}
     if "action_heads" not in saved:
         fail(f"{path} predates checkpoints that record the game's layout: train it again")
-    # a vector key's shape, or in older checkpoints its size
+    # a vector key's shape, or its size as a number
     obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
     return {"": (obs_layout, saved["action_heads"], model)}
 

@@ -404,7 +404,7 @@ def train(args):
     global_step = 0
     try:  # Ctrl-C stops the run and keeps the weights
         for iteration in range(1, args.num_iterations + 1):
-            if args.anneal_lr:  # linearly from --learning-rate to 0
+            if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             next_obs, next_done, global_step = collect_rollout(

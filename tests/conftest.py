@@ -215,8 +215,7 @@ class GodotScript(Script):
         args = self.module.parse_args(self.user_argv() + ["--eval-checkpoint", str(checkpoint),
                                                           "--eval-episodes", str(eval_episodes),
                                                           "--seed", str(seed)])
-        (returns,) = self.module.evaluate(args, greedy).values()  # {policy name: returns}: the game has one
-        return returns
+        return self.module.evaluate(args, greedy)
 
 
 # Runs this small take a few seconds: 4 iterations of 256 steps.

@@ -165,7 +165,8 @@ def test_a_crash_in_a_resumed_run_keeps_the_checkpoint_it_started_from(script, c
     with pytest.raises(RuntimeError, match="a bug in a hack"):
         script.module.train(script.module.parse_args(["--resume", str(checkpoint)]))
     stderr = capsys.readouterr().err
-    if started_from[1] or crash is crash_inside_the_update:  # a save would lose the episodes, or all of it
+    with_episodes = isinstance(started_from, tuple) and started_from[1]  # (step, episodes); ppo_godot.py: a step
+    if with_episodes or crash is crash_inside_the_update:  # a save would lose the episodes, or all of it
         assert f"{checkpoint.relative_to(tmp_path)} is kept as it was: it resumes from global_step=" in stderr
         assert checkpoint.read_bytes() == before
     else:  # ppo_godot.py: a game's episodes are never saved, so the boundary is saved again as it was

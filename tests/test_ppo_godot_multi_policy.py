@@ -172,14 +172,23 @@ def runner_only(tmp_path_factory):
 
 @pytest.mark.parametrize("game, frozen, message", [
     (TAG, "runner", "--frozen-policy takes NAME=CHECKPOINT"),
-    (TAG, "keeper={tag}", "holds no policy 'keeper': it holds 'chaser', 'runner'"),
+    (TAG, "chaser={renamed}", "holds no policy 'chaser': it holds 'seeker', 'runner'"),
+    (TAG, "keeper={tag}", "the game has no policy 'keeper'; its agents' policy names are 'chaser', 'runner'"),
     (VS_SCRIPTED_RUNNER, "runner={tag}", "the game has no policy 'runner'; its agents' policy names are 'chaser'"),
     (TAG, "chaser={runner}", "the saved policy for 'chaser' observes [('obs', (5,))] and acts [('move', 'continuous', 2)]"),
     (VS_SCRIPTED_RUNNER, "chaser={tag}", "freezes every policy of the game: nothing would learn"),
     (TAG, "chaser={missing}", "no such checkpoint"),
-], ids=["no-checkpoint", "unknown-in-file", "unknown-in-game", "spaces-differ", "all-frozen", "missing-file"])
+], ids=["no-checkpoint", "unknown-in-file", "unknown-in-both", "unknown-in-game", "spaces-differ", "all-frozen",
+        "missing-file"])
 def test_a_bad_frozen_policy_gets_one_line(game, frozen, message, tag_run, runner_only, tmp_path, port):
-    frozen = frozen.format(tag=tag_run[0], runner=runner_only, missing=tmp_path / "none.pt")
+    checkpoint = torch.load(tag_run[0], weights_only=True)  # the tag run's, its chaser renamed "seeker"
+    checkpoint["args"]["policies"] = {{"chaser": "seeker"}.get(name, name): spec
+                                      for name, spec in checkpoint["args"]["policies"].items()}
+    checkpoint["model"] = {key.replace("agents.chaser.", "agents.seeker."): value
+                           for key, value in checkpoint["model"].items()}
+    torch.save(checkpoint, tmp_path / "renamed.pt")
+    frozen = frozen.format(tag=tag_run[0], runner=runner_only, missing=tmp_path / "none.pt",
+                           renamed=tmp_path / "renamed.pt")
     proc = run_script(SCRIPT, *game_argv(game, port, "--frozen-policy", frozen), cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
     assert not (tmp_path / "runs").exists() and not game_pids(port)

@@ -79,10 +79,8 @@ def test_a_checkpoint_saved_before_cameras_still_exports(monkeypatch, tmp_path):
     monkeypatch.setattr(ppo_godot, "make_envs", lambda args: fake_game())
     run_dir = ppo_godot.train(ppo_godot.parse_args(GODOT.short + ["--log-dir", str(tmp_path)]))
     checkpoint = torch.load(f"{run_dir}/ppo_godot.pt")
-    policy = checkpoint["args"].pop("policies")["shared_policy"]
-    assert [tuple(k) for k in policy["obs_layout"]] == [("obs", (4,))]
-    # as 05f8f71 saved it: one unnamed policy, each key's size a number
-    checkpoint["args"]["obs_layout"], checkpoint["args"]["action_heads"] = [("obs", 4)], policy["action_heads"]
+    assert [tuple(k) for k in checkpoint["args"]["obs_layout"]] == [("obs", (4,))]
+    checkpoint["args"]["obs_layout"] = [("obs", 4)]  # as 05f8f71 saved it: each key's size a number
     torch.save(checkpoint, tmp_path / "old.pt")
     proc = run_script("ppo_godot.py", "--export-checkpoint", str(tmp_path / "old.pt"), "--onnx-export-path",
                       str(tmp_path / "old.onnx"), cwd=tmp_path)

@@ -145,7 +145,7 @@ def test_a_game_resumes_with_new_episodes_from_the_saved_boundary(script, tmp_pa
 
     monkeypatch.setattr(script.module.Agent, "evaluate_actions", recording)
     assert resume(tmp_path, script, [], monkeypatch) == run_dir
-    assert "the envs start new ones" in capsys.readouterr().out
+    assert "a running game's episodes cannot be saved; the games start new ones" in capsys.readouterr().out
     assert all(torch.equal(starting_weights[0][k], v) for k, v in saved["model"].items())
     scalars = read_scalars(run_dir)
     # one point per iteration, each once: 3 from the first life, 3 from the second

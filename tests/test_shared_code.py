@@ -95,6 +95,8 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
     differing = reference ^ lines
     allowed = ("Agent(", "int(np.prod(envs.single_action_space.shape))", "Run(args)", "make_envs(args",
                "args.num_envs = ", "args.batch_size = ", "args.num_iterations = ", "check_game(")
+    if script == "ppo_godot.py":  # a game's episodes cannot be saved: a resumed run starts new ones
+        allowed += ("# s_0: new episodes",)
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
 
 
@@ -118,12 +120,13 @@ MULTI_POLICY = {
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
                   "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration")},
-    "evaluate": {"each policy's returns, and the line of each episode names its policy": (
-        "polic", "returns", "agent", "pi(.|s)", "short ones")},
+    "evaluate": {"each policy's returns, and the line of each episode names its policy; the checkpoint's kind is "
+                 "checked by load_policies": ("polic", "returns", "agent", "pi(.|s)", "short ones", "load_checkpoint")},
     "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
                    "its weights returned": (
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
-                       "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout", "args.resume", "else:")},
+                       "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout", "args.resume", "else:",
+                       "checkpoint holds them", "SystemExit", "raise", "envs.close()")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
                                                           "saved_layout", "--frozen-policy", "ppo_godot.py", "partition", "name and path",
@@ -139,13 +142,15 @@ MULTI_POLICY = {
     "game_problem": {"several policy names are the point here; a name names files, so its characters are "
                      "checked; agents of one name share spaces": (
                          "polic", "agent", "where", "name", "spaces", "for key, space in", "alike", "letters, digits")},
-    "export_checkpoint": {"a file per policy": ("polic", "own_kind", "saved_layout", "weights", "export_onnx(",
-                                                "checkpoint[\"model\"]", "saved model to ONNX")},
+    "export_checkpoint": {"a file per policy, each an Agent built from its saved layouts": (
+        "polic", "own_kind", "saved_agent", "weights", "export_onnx(", "saved model to ONNX", "load_checkpoint",
+        "Agent(", "try:", "except")},
 }
 ONLY_IN_PPO_GODOT = {
     "saved_layout": "a checkpoint's one policy (a checkpoint of several gets one line naming "
                     "ppo_godot_multi_policy.py)",
-    "load_policy": "a checkpoint's one policy into the Agent; the sibling's load_policies loads each",
+    "saved_agent": "the checkpoint's one Agent, with its weights; the sibling's load_policies loads each",
+    "check_plays": "one line if the saved Agent cannot play the game; the sibling's misfit checks each policy",
 }
 ONLY_IN_MULTI_POLICY = {
     "read_policies": "the game's policy names and each one's layouts and agents",
