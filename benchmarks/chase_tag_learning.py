@@ -49,7 +49,8 @@ def train(game, seed, args, workdir):
     """Trains on the game; returns the run's folder."""
     folder = Path(workdir) / f"{game}_{seed}"
     folder.mkdir()
-    subprocess.run([sys.executable, str(REPO / "ppo_godot_multi_policy.py"), "--env-path", str(GAMES / f"{game}.x86_64"),
+    subprocess.run([sys.executable, str(REPO / "ppo_godot_multi_policy.py"),
+                    "--env-path", str(GAMES / f"{game}.x86_64"),
                     "--seed", str(seed), "--port", str(args.port), "--total-timesteps", str(args.total_timesteps),
                     *shlex.split(args.ppo_args)], cwd=folder, check=True, stdout=subprocess.DEVNULL)
     return next(folder.glob("runs/*"))

@@ -105,7 +105,8 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
 # declared, with why
 MULTI_POLICY = {
     "parse_args": {"--eval-episodes counts each policy's episodes": ("of each policy", "--eval-checkpoint, as many"),
-                   "the comment names the flags section 9 adds": ("# section 9 adds", "--onnx-export-path", "--resume takes")},
+                   "the comment names the flags section 9 adds": ("# section 9 adds", "--onnx-export-path",
+                                                                  "--resume takes")},
     "GodotVecEnv": {
         "each agent's row holds its own policy's keys, zero-padded to the widest policy's row; each action row "
         "its own policy's columns, floats for all": (
@@ -125,11 +126,13 @@ MULTI_POLICY = {
     "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
                    "its weights returned": (
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
-                       "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout", "args.resume", "else:",
+                       "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout",
+                       "args.resume", "else:",
                        "checkpoint holds them", "SystemExit", "raise", "envs.close()")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
-                                                          "saved_layout", "--frozen-policy", "ppo_godot.py", "partition", "name and path",
+                                                          "saved_layout", "--frozen-policy", "ppo_godot.py",
+                                                          "partition", "name and path",
                                                           "isfile", "from their checkpoint")},
     "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
     "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
@@ -166,7 +169,8 @@ ONLY_IN_MULTI_POLICY = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot.py")) & set(definitions("ppo_godot_multi_policy.py"))))
+@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot.py"))
+                                        & set(definitions("ppo_godot_multi_policy.py"))))
 def test_ppo_godot_multi_policy_differs_from_ppo_godot_only_where_several_policies_do(name):
     reference, source = definitions("ppo_godot.py")[name], definitions("ppo_godot_multi_policy.py")[name]
     if name not in MULTI_POLICY:
