@@ -147,7 +147,7 @@ class GodotVecEnv:
     def observations(self, replies):
         """Every agent's row: its policy's keys' values joined in obs_layout's order, a camera's hex string
         turned into its bytes, then the padding."""
-        agents_obs = [obs for reply in replies for obs in reply["obs"]]
+        agents_obs = (obs for reply in replies for obs in reply["obs"])
         with observation_errors(self, replies):  # section 9: a value unlike its declaration gets one line
             return np.array([np.concatenate([np.frombuffer(bytes.fromhex(obs[key]), np.uint8) if is_camera(key)
                                              else obs[key] for key in policy.obs_keys] + policy.padding)
@@ -1307,10 +1307,11 @@ def load_policies(agents, checkpoint, path):
     own_kind(checkpoint, path)
     saved = saved_policies(checkpoint, path)
     for name, policy in agents.policies.items():
-        problem = misfit(name, saved_policy(saved, name, path), policy, path)
+        saved_one = saved_policy(saved, name, path)
+        problem = misfit(name, saved_one, policy, path)
         if problem:
             fail(problem)
-        agents[name].load_state_dict(saved_policy(saved, name, path)[2])
+        agents[name].load_state_dict(saved_one[2])
 
 
 def onnx_path(path, name):

@@ -67,7 +67,5 @@ def test_a_checkpoint_saved_before_the_split_resumes_evaluates_and_exports_in_th
     for flags in (["--resume", str(checkpoint), "--env-path", game, "--total-timesteps", "768"],
                   ["--eval-checkpoint", str(checkpoint), "--env-path", game],
                   ["--export-checkpoint", str(checkpoint), "--onnx-export-path", str(tmp_path / "x.onnx")]):
-        proc = run_script(other, *flags, "--port", str(port), cwd=tmp_path, check=False) if "--export-checkpoint" \
-            not in flags else run_script(other, *flags, cwd=tmp_path, check=False)
-        assert_one_line_error(proc, line)
+        assert_one_line_error(run_script(other, *flags, "--port", str(port), cwd=tmp_path, check=False), line)
     assert not game_pids(port)
