@@ -55,7 +55,7 @@ def episode_curve(acc):
 
 def without_curves(row):
     """A result row as printed while a benchmark runs: its curves left out."""
-    return {key: {k: v for k, v in value.items() if k != "curve"} if isinstance(value, dict) else value
+    return {key: {k: v for k, v in value.items() if not k.endswith("curve")} if isinstance(value, dict) else value
             for key, value in row.items()}
 
 
