@@ -1,5 +1,6 @@
 """What the benchmark scripts share: where results go, how a run's scalars are read, and how
 learning curves are drawn."""
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -94,8 +95,9 @@ def plot_returns(name, curves, title, command, window=100, lines=()):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title + "\nline: mean over seeds; band: min-max over seeds", fontsize=9)
-    fig.text(0.01, 0.01, command, fontsize=7, color="gray")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    caption = textwrap.wrap(command, 120)  # a long command on as many lines as it needs
+    fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, color="gray")
+    fig.tight_layout(rect=(0, 0.03 * len(caption), 1, 1))
     out = REPO / "benchmarks" / "figures" / f"{name}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=80)

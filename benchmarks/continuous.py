@@ -4,6 +4,8 @@ without its observation statistics, and (with --sb3-timesteps) SPS against SB3's
     python benchmarks/continuous.py --env-id Pendulum-v1 --seeds 5 --total-timesteps 500000
     python benchmarks/continuous.py --env-id HalfCheetah-v4 --seeds 3 --total-timesteps 1000000 \
         --sb3-timesteps 100000
+    python benchmarks/continuous.py --env-id LunarLanderContinuous-v3 --seeds 2 --total-timesteps 1000000 \
+        --eval-episodes 100 --num-envs 16 --num-steps 1024 ...   # flags it does not know go to the script
 
 "final" is the mean training return of the last --final-episodes episodes (default 100);
 "eval" the mean of --eval-episodes (default 20) with the saved model's mean action. SB3 runs with the same
@@ -33,11 +35,11 @@ HP = dict(num_steps=2048, num_minibatches=32, update_epochs=10, learning_rate=3e
           gae_lambda=0.95, clip_coef=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5)
 
 
-def run_ppo(env_id, seed, total_timesteps, workdir, final_episodes, eval_episodes):
+def run_ppo(env_id, seed, total_timesteps, workdir, final_episodes, eval_episodes, script_flags=()):
     start = time.time()
     subprocess.run([sys.executable, str(REPO / "ppo_continuous_action.py"), "--env-id", env_id,
                     "--seed", str(seed), "--exp-name", "bench", "--total-timesteps", str(total_timesteps),
-                    "--save-model"], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
+                    "--save-model", *script_flags], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
     minutes = (time.time() - start) / 60
     run_dir = next((Path(workdir) / "runs").glob(f"*__bench__{seed}__*"))
     acc = read_run(run_dir)
@@ -87,7 +89,7 @@ def main():
     p.add_argument("--eval-episodes", type=int, default=20, help="evaluation episodes of the saved model")
     p.add_argument("--sb3-timesteps", type=int, default=0, help="SB3 steps per seed for its SPS (0: no SB3)")
     p.add_argument("--sb3-worker", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args, script_flags = p.parse_known_args()
     if args.sb3_worker:
         return sb3_worker(args.env_id, args.seeds, args.sb3_timesteps)
 
@@ -96,7 +98,7 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for seed in range(1, args.seeds + 1):
             row = dict(seed=seed, ppo=run_ppo(args.env_id, seed, args.total_timesteps, workdir,
-                                              args.final_episodes, args.eval_episodes))
+                                              args.final_episodes, args.eval_episodes, script_flags))
             if args.sb3_timesteps:
                 row["sb3"] = run_sb3(args.env_id, seed, args.sb3_timesteps)
             rows.append(row)
@@ -125,7 +127,8 @@ def main():
                       f"ppo_continuous_action.py with 1): median {np.median(ratios):.2f}.")
     write_table(f"continuous_{args.env_id}", lines)
     plot_returns(f"continuous_{args.env_id}", {"ppo_continuous_action.py": [r["ppo"]["curve"] for r in rows]},
-                 f"{args.env_id}: ppo_continuous_action.py at its defaults", command, window=args.final_episodes)
+                 f"{args.env_id}: ppo_continuous_action.py" + (" with the flags below" if script_flags else
+                                                                " at its defaults"), command, window=args.final_episodes)
 
 
 if __name__ == "__main__":
