@@ -499,8 +499,8 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
         if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
                 episodic_return = float(infos["episode"]["r"][i])
-                print(f"global_step={global_step}, episodic_return={episodic_return:.1f}")
                 tag = envs.agent_policy[i].tag  # "/chaser"; none when the game has one policy
+                print(f"global_step={global_step}, episodic_return{tag}={episodic_return:.1f}")
                 writer.add_scalar("charts/episodic_return" + tag, episodic_return, global_step)
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
@@ -788,6 +788,10 @@ def parse_and_check(p, flag, argv):
     theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
     if theirs:  # all of them in one line, not one per try
         fail("; ".join(f"{flag} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[flag]}" for flag in theirs))
+    frozen_spelling = "--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {!r}"
+    for i in range(len(argv) - 2):  # --frozen-policy NAME PATH: this line, not argparse's "unrecognized arguments"
+        if argv[i] == "--frozen-policy" and not argv[i + 2].startswith("-"):
+            fail(frozen_spelling.format(f"{argv[i + 1]} {argv[i + 2]}"))
     args = p.parse_args(argv)
     if not args.checkpoint_minutes >= 0:  # nan too
         fail(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
@@ -808,8 +812,8 @@ def parse_and_check(p, flag, argv):
     frozen_paths = {}
     for value in args.frozen_policy:  # NAME=CHECKPOINT: what the file holds is checked once the game runs (check_game)
         name, _, path = value.partition("=")
-        if not (name and path):
-            fail(f"--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {value!r}")
+        if not (name and path) or name != name.strip() or path != path.strip():  # "chaser = x.pt" too
+            fail(frozen_spelling.format(value))
         if not os.path.isfile(path):
             fail(f"--frozen-policy {name}: no such checkpoint: {path!r}")
         frozen_paths[name] = os.path.abspath(path)
@@ -842,7 +846,7 @@ def check_game(args, envs):
     args.policies = {name: {"obs_layout": policy.obs_layout, "action_heads": policy.action_heads}
                      for name, policy in envs.policies.items()}
     problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
-    frozen_weights = {}
+    frozen_weights, frozen_from = {}, []
     for name, path in args.frozen_policy.items():
         if name not in envs.policies:
             problems.append(f"--frozen-policy {name}: the game has no policy {name!r}; its agents' policy names are "
@@ -851,12 +855,14 @@ def check_game(args, envs):
             frozen_weights[name] = None
         else:
             try:  # a file that is no checkpoint, or holds no such policy: its one line, the games closed
-                saved = saved_policy(saved_policies(load_checkpoint(path), path), name, path)
+                checkpoint = load_checkpoint(path)
+                saved = saved_policy(saved_policies(checkpoint, path), name, path)
             except SystemExit:
                 envs.close()
                 raise
             problems.append(misfit(name, saved, envs.policies[name], path))
             frozen_weights[name] = saved[2]
+            frozen_from.append(frozen_source(name, path, checkpoint))
     if set(envs.policies) <= set(args.frozen_policy):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
     for name, policy in envs.policies.items():
@@ -869,10 +875,19 @@ def check_game(args, envs):
     if problems:  # found now, not after training
         envs.close()
         fail(problems[0])
+    if frozen_from:  # where each frozen policy's weights come from
+        print(*frozen_from, sep="\n")
     if args.total_timesteps < args.batch_size and not args.resume:
         print(f"{os.path.basename(__file__)}: note: --total-timesteps {args.total_timesteps} is less than one rollout "
               f"({args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}): one rollout runs")
     return frozen_weights
+
+
+def frozen_source(name, path, checkpoint):
+    """The line that says where a frozen policy comes from: the file, the run folder and the step it was saved at."""
+    step = checkpoint.get("global_step")
+    return (f"policy {name!r} is frozen: its weights from {path} (run {os.path.basename(os.path.dirname(path))}, "
+            f"{checkpoint['script']}, " + (f"global_step={step})" if step is not None else "its step not saved)"))
 
 
 def minibatch_problem(batch_size, num_minibatches, batch):
@@ -1204,6 +1219,7 @@ def save_checkpoint(path, args, agent, resume):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
         torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
+                    "global_step": resume and resume["global_step"],  # readable without unpickling "resume"
                     "resume": pickle.dumps(resume)}, path + ".tmp")
         with open(path + ".tmp", "rb") as written:  # on the disk before the rename, so a power cut keeps a whole file
             os.fsync(written.fileno())

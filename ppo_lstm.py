@@ -990,6 +990,7 @@ def save_checkpoint(path, args, agent, resume, envs):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:  # write beside it, then rename: a save that fails (disk full) leaves the last one whole
         torch.save({"script": os.path.basename(__file__), "model": agent.state_dict(), "args": vars(args),
+                    "global_step": resume and resume["global_step"],  # readable without unpickling "resume"
                     "obs_rms": obs_rms, "resume": pickle.dumps(resume)}, path + ".tmp")
         with open(path + ".tmp", "rb") as written:  # on the disk before the rename, so a power cut keeps a whole file
             os.fsync(written.fileno())

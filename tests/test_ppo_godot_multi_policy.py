@@ -147,8 +147,13 @@ def test_evaluation_plays_every_policy_the_game_names(tag_run, tmp_path, port):
 
 def test_a_frozen_policy_plays_its_saved_weights_and_never_learns(tag_run, tmp_path, port):
     checkpoint, _, _ = tag_run
-    run_script(SCRIPT, *game_argv(TAG, port, "--total-timesteps", "2048",  # every pair's episode ends
-                                          "--frozen-policy", f"runner={checkpoint}"), cwd=tmp_path)
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--total-timesteps", "2048",  # every pair's episode ends
+                                                 "--frozen-policy", f"runner={checkpoint}"), cwd=tmp_path)
+    saved_at = torch.load(checkpoint, weights_only=True)["global_step"]
+    assert (f"policy 'runner' is frozen: its weights from {checkpoint} (run {checkpoint.parent.name}, "
+            f"ppo_godot_multi_policy.py, global_step={saved_at})") in proc.stdout.splitlines()
+    episode_lines = [line for line in proc.stdout.splitlines() if line.startswith("global_step=")]
+    assert {line.split(", episodic_return")[1].split("=")[0] for line in episode_lines} == {"/chaser", "/runner"}
     run_dir = run_dirs(tmp_path)[0]
     before, after = saved_agents(checkpoint), saved_agents(run_dir / "ppo_godot_multi_policy.pt")
     assert all(torch.equal(a, b) for a, b in zip(before["runner"][0].state_dict().values(),
@@ -191,6 +196,16 @@ def test_a_bad_frozen_policy_gets_one_line(game, frozen, message, tag_run, runne
                            renamed=tmp_path / "renamed.pt")
     proc = run_script(SCRIPT, *game_argv(game, port, "--frozen-policy", frozen), cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
+    assert not (tmp_path / "runs").exists() and not game_pids(port)
+
+
+@pytest.mark.parametrize("frozen", [["runner", "x.pt"], ["runner = x.pt"], ["runner =x.pt"], ["runner= x.pt"]],
+                         ids=["name-space-path", "spaces-around", "space-before", "space-after"])
+def test_frozen_policy_spelt_otherwise_gets_the_name_checkpoint_line(frozen, tmp_path, port):
+    (tmp_path / "x.pt").write_bytes(b"")  # the file exists: the line is about the spelling
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--frozen-policy", *frozen), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, f"--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), "
+                                f"got {' '.join(frozen)!r}")
     assert not (tmp_path / "runs").exists() and not game_pids(port)
 
 

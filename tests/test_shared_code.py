@@ -116,7 +116,8 @@ MULTI_POLICY = {
     "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "the siblings' NormalizeReward",
         "playing")},
-    "collect_rollout": {"an episode's tags end in its agent's policy name": ("tag", "charts/episodic_")},
+    "collect_rollout": {"an episode's tags and its printed line end in its agent's policy name": (
+        "tag", "charts/episodic_", "global_step={global_step}, episodic_return")},
     "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
@@ -127,7 +128,7 @@ MULTI_POLICY = {
                    "its weights returned": (
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
                        "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout",
-                       "args.resume", "else:",
+                       "args.resume", "else:", "load_checkpoint",
                        "checkpoint holds them", "SystemExit", "raise", "envs.close()")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
@@ -163,6 +164,7 @@ ONLY_IN_MULTI_POLICY = {
     "own_kind": "a checkpoint that ppo_godot.py owns gets one line naming it",
     "saved_policy": "one policy of a checkpoint, for --frozen-policy",
     "misfit": "why a saved policy cannot play the game's",
+    "frozen_source": "the line that says which file, run and step a frozen policy comes from",
     "load_policies": "every policy's weights from a checkpoint",
     "onnx_path": "a file per policy",
     "export_policies": "a file per policy",
