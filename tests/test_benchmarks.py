@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, needs_godot
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
 import common  # noqa: E402
+import godot_action_repeat  # noqa: E402
 import lstm_cartpole_novel  # noqa: E402
 import lstm_update_profile  # noqa: E402
 import profile_phases  # noqa: E402
@@ -116,3 +117,11 @@ def test_lstm_benchmark_seed_lists_and_kept_recurrent_ppo_rows():
     for seed, row in kept.items():
         assert int(seed) >= 1 and row["sps"] > 0 and row["date"] and row["command"].startswith("python benchmarks/")
         assert (row["solved_steps"] is None) == (row["solved_seconds"] is None)
+
+
+def test_action_repeat_benchmark_passes_its_flags_to_the_game(port):
+    """At 8 ticks an action the Chase game's agents reach their targets in fewer actions than at 1."""
+    needs_godot()
+    one, eight = (godot_action_repeat.run(["--action-repeat", repeat], 1, 4096, port) for repeat in ("1", "8"))
+    assert one["sps"] > 0 and eight["sps"] > 0
+    assert eight["length"] < one["length"] <= 100
