@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from common import REPO, episode_curve, plot_returns, read_run, sb3_episodes, without_curves, write_table
+from common import (REPO, episode_curve, first_reach, fmt, plot_returns, read_run, sb3_episodes,
+                    without_curves, write_table)
 
 THRESHOLD = 475.0
 # CleanRL's / ppo.py's defaults, which SB3 is given too
@@ -30,11 +31,8 @@ HP = dict(num_envs=4, num_steps=128, num_minibatches=4, update_epochs=4, learnin
 
 
 def solve_point(steps, returns, times, start):
-    """(steps, seconds) at which the mean of the last 100 episodic returns first reaches 475."""
-    for i in range(99, len(returns)):
-        if np.mean(returns[i - 99:i + 1]) >= THRESHOLD:
-            return int(steps[i]), float(times[i] - start)  # plain numbers: the rows are printed as JSON
-    return None, None
+    """(steps, seconds from start) at which the mean of the last 100 episodic returns first reaches 475."""
+    return first_reach(steps, returns, np.asarray(times) - start, THRESHOLD)
 
 
 def run_ppo(seed, total_timesteps, workdir):
@@ -93,10 +91,6 @@ def sb3_worker(seed, total_timesteps):
                           solved_seconds=solved_seconds, threads=torch.get_num_threads(),
                           final_return=float(np.mean(callback.returns[-100:])),
                           steps=callback.steps, returns=[float(r) for r in callback.returns])))
-
-
-def fmt(x, digits=0):
-    return "never" if x is None else f"{x:,.{digits}f}"
 
 
 def main():

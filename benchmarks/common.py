@@ -39,6 +39,20 @@ def sb3_episodes(until=None):
     return Episodes()
 
 
+def first_reach(steps, returns, times, threshold, window=100):
+    """(steps, seconds) at which the mean of the last `window` episodic returns first reaches threshold,
+    as plain numbers (the rows are printed as JSON); (None, None) if it never does."""
+    for i in range(window - 1, len(returns)):
+        if np.mean(returns[i - window + 1:i + 1]) >= threshold:
+            return int(steps[i]), float(times[i])
+    return None, None
+
+
+def fmt(x, digits=0):
+    """A table cell: the number, or "never" for a threshold not reached."""
+    return "never" if x is None else f"{x:,.{digits}f}"
+
+
 def write_table(name, lines):
     """Print the result and keep it in benchmarks/results/<name>.md (benchmarks/README.md quotes it)."""
     table = "\n".join(lines)

@@ -26,7 +26,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from common import REPO, draw_seeds, episode_curve, read_run, sb3_episodes, without_curves, write_table
+from common import (REPO, draw_seeds, episode_curve, first_reach, fmt, read_run, sb3_episodes,
+                    without_curves, write_table)
 
 THRESHOLD = 200.0
 FIGURES = REPO / "benchmarks" / "figures"
@@ -36,14 +37,6 @@ LANDING = ["--env-id", "LunarLander-v3", "--total-timesteps", "1000000", "--num-
 # RL Baselines3 Zoo's hyperparams/ppo.yml for LunarLander; SB3's defaults otherwise (learning rate 3e-4, constant)
 ZOO = dict(n_envs=16, n_timesteps=1_000_000, n_steps=1024, batch_size=64, n_epochs=4, gamma=0.999,
            gae_lambda=0.98, ent_coef=0.01)
-
-
-def first_reach(steps, returns, times):
-    """(steps, seconds) at which the mean of the last 100 training episodes first reaches 200."""
-    for i in range(99, len(returns)):
-        if np.mean(returns[i - 99:i + 1]) >= THRESHOLD:
-            return int(steps[i]), float(times[i])
-    return None, None
 
 
 def greedy_returns(act, seed, episodes):
@@ -75,7 +68,7 @@ def script_result(script, seed, workdir, launched, elapsed, eval_episodes):
     acc = read_run(run_dir)
     steps, returns = episode_curve(acc)
     times = np.array([e.wall_time for e in acc.Scalars("charts/episodic_return")]) - launched
-    reach_steps, reach_seconds = first_reach(steps, returns, times)
+    reach_steps, reach_seconds = first_reach(steps, returns, times, THRESHOLD)
     module = load_module(script)
     agent = module.Agent(8, 4)
     saved = torch.load(run_dir / "bench.pt", map_location="cpu", weights_only=True)
@@ -110,7 +103,7 @@ def sb3_worker(seed, out, total_timesteps, eval_episodes):
     sps = model.num_timesteps / (time.time() - start)
     elapsed = time.time() - launched
     times = np.array(callback.times) - launched
-    reach_steps, reach_seconds = first_reach(callback.steps, callback.returns, times)
+    reach_steps, reach_seconds = first_reach(callback.steps, callback.returns, times, THRESHOLD)
     greedy = greedy_returns(lambda obs: int(model.predict(obs, deterministic=True)[0]), seed, eval_episodes)
     Path(out).write_text(json.dumps(dict(
         minutes=elapsed / 60, sps=sps, reach_steps=reach_steps,
@@ -133,10 +126,6 @@ def run_sb3(seed, workdir, args):
     result["curve"] = np.array(result.pop("steps")), np.array(result["returns"])
     result["time_curve"] = np.array(result.pop("times")), np.array(result.pop("returns"))
     return result
-
-
-def fmt(x, digits=0):
-    return "never" if x is None else f"{x:,.{digits}f}"
 
 
 def figure(name, rows, sides, command):

@@ -6,7 +6,6 @@ import re
 import sys
 
 import gymnasium as gym
-import numpy as np
 import pytest
 
 from conftest import REPO, read_scalars, run_dirs, run_script
@@ -74,14 +73,6 @@ def test_the_continuous_script_runs_lunarlander_continuous(tmp_path):
                cwd=tmp_path)
     run_dir, = run_dirs(tmp_path)
     assert read_scalars(run_dir)["charts/episodic_return"]
-
-
-def test_reaching_200_is_the_first_100_episode_mean_at_200():
-    returns = np.array([100.0] * 99 + [300.0] * 200)
-    steps, times = np.arange(len(returns)) * 10, np.arange(len(returns)) * 0.5
-    i = 98 + 50  # the last 100 episodes: 50 of 300 (episodes 99 to 148) and 50 of 100
-    assert lunarlander.first_reach(steps, returns, times) == (int(steps[i]), float(times[i]))
-    assert lunarlander.first_reach(steps[:i], returns[:i], times[:i]) == (None, None)
 
 
 def run_benchmark(tmp_path, monkeypatch, *flags):
