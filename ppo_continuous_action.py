@@ -647,8 +647,9 @@ class Run:
 
     Between two updates (a boundary) the run can stop and be resumed exactly. The first Ctrl-C or
     kill (SIGTERM) only asks it to stop at the next boundary: interrupting a library half-way, like
-    the TensorBoard writer, can hang it. A second one stops at once; later ones do nothing, so that
-    the save they would cut short completes.
+    the TensorBoard writer, can hang it. A second one stops at once, unless the run is already on its
+    way out (saving, exporting, closing): from then on a signal is only counted, so that nothing is
+    cut short.
 
     The checkpoint keeps the flags (args) as they were when the loop started. A hack that changes args
     in the loop (a decaying args.ent_coef, say) is not saved, so --resume starts from the flag's value:
@@ -666,6 +667,7 @@ class Run:
         self.name = os.path.basename(os.path.abspath(self.dir))
         self.model_path = f"{self.dir}/{args.exp_name}.pt"
         self.writer, self.boundary, self.stop_requested = None, None, []
+        self.leaving = self.stopped_at_once = False  # on the way out; stopped by a second signal
         self.kept = None  # how far the checkpoint on disk resumes (resumes_to), once this run wrote or resumed it
         self.videos_tracked = set()
 
@@ -685,11 +687,14 @@ class Run:
         previous_excepthook = threading.excepthook
         threading.excepthook = lambda hook: None if issubclass(hook.exc_type, OSError) else previous_excepthook(hook)
         try:
-            yield self
+            try:
+                yield self
+            finally:  # on the way out: from here a Ctrl-C or kill is counted, not raised
+                self.leaving = True
             kept = self.save(exact=True) if self.args.save_model else "No model is saved (--save-model false)."
             print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`. {kept}")
         except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
-            print(f"interrupted. {self.save(exact=len(self.stop_requested) == 1)}")
+            print(f"interrupted. {self.save(exact=not self.stopped_at_once)}")
             sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
         except EnvFault as e:  # caught before any update saw the bad values
             fail(f"{e}: a fault of the env, not of the learning. {self.save()}")
@@ -716,13 +721,14 @@ class Run:
                     track_videos(self.args, self.name, self.videos_tracked)  # a video the envs' closing ended
                     stop_tracking()
             step_hook.remove()
-            for stop_signal, handler in previous_handlers.items():
-                signal.signal(stop_signal, handler)
+            for stop_signal, handler in previous_handlers.items():  # a stopped run is ending: ignore more
+                signal.signal(stop_signal, signal.SIG_IGN if self.stop_requested else handler)
             threading.excepthook = previous_excepthook
 
     def request_stop(self, signum, frame):
         self.stop_requested.append(signum)
-        if len(self.stop_requested) == 2:
+        if len(self.stop_requested) >= 2 and not self.leaving:
+            self.leaving = self.stopped_at_once = True
             raise KeyboardInterrupt
 
     def start(self):
@@ -773,9 +779,11 @@ class Run:
         """The iterations left, each one rollout and one update; a stop asked for ends them here."""
         for iteration in range(self.first_iteration, self.args.num_iterations + 1):
             if self.stop_requested:
+                self.leaving = True
                 raise KeyboardInterrupt
             yield iteration
         if self.stop_requested:  # a signal during the last iteration still stops and saves
+            self.leaving = True
             raise KeyboardInterrupt
 
     def end_iteration(self, iteration, next_obs, next_done, global_step):

@@ -230,6 +230,15 @@ GODOT = GodotScript(ppo_godot, "godot-editor", ["--total-timesteps", "1024", "--
 SCRIPTS = GYM_SCRIPTS + [GODOT]
 
 
+@pytest.fixture(autouse=True)
+def signal_handlers_as_they_were():
+    """A run stopped by a signal in this process leaves Ctrl-C and kill ignored, as it ends: put them back."""
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for stop_signal, handler in previous.items():
+        signal.signal(stop_signal, handler)
+
+
 @pytest.fixture(params=SCRIPTS, ids=repr)
 def script(request, monkeypatch):
     """Each training script; in this process ppo_godot.py trains on fake_game()."""

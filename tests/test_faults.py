@@ -18,8 +18,9 @@ import torch
 
 import ppo
 import ppo_godot
+import as_a_process
 from conftest import (CHASE, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error, fake_game, free_port,
-                      needs_godot, run_dirs, run_script)
+                      game_pids, needs_godot, run_dirs, run_script)
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py"]
@@ -265,6 +266,33 @@ def test_disk_full(script, tmp_path):
     (run_dir,) = run_dirs(tmp_path)
     assert any(run_dir.glob("events.out.tfevents.*"))  # the logs up to the fault stay
     assert not any(run_dir.glob("*.tmp"))  # a checkpoint that could not be written leaves nothing half-done
+
+
+# ------------------------------------------------------------------------------------------------
+# Ctrl-C again while the run saves, exports and closes
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("script", TRAINING + ["ppo_godot_multi_policy.py"])
+def test_ctrl_c_again_while_saving_exporting_and_closing_waits_for_them(script, tmp_path):
+    """tests/interrupting.py presses Ctrl-C once inside the first update, then twice as each checkpoint
+    write, ONNX export and closing of the writer begins: the second Ctrl-C lands inside the save every
+    time. The run stops at the first boundary and keeps all of it: exit 130, no traceback."""
+    port = free_port()
+    argv = {"ppo_godot.py": ["--env-path", CHASE["discrete"], "--num-steps", "16"],
+            "ppo_godot_multi_policy.py": ["--env-path", str(REPO / "godot" / "chase" / "chase_tag.x86_64"),
+                                          "--num-steps", "16"]}.get(script, SHORT.get(script))
+    if "godot" in script:
+        needs_godot()
+        argv += ["--port", str(port), "--onnx-export-path", "policy.onnx"]
+    proc = as_a_process.run(REPO / "tests" / "interrupting.py", [REPO / script, *argv], cwd=tmp_path, timeout=300)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
+    assert "interrupted. " in proc.stdout
+    checkpoint = torch.load(run_dirs(tmp_path)[0] / f"{Path(script).stem}.pt", weights_only=False)
+    resume = pickle.loads(checkpoint["resume"])
+    assert resume["iteration"] == 1 and resume["global_step"] == checkpoint["args"]["batch_size"]
+    if "godot" in script:
+        assert list(tmp_path.glob("policy*.onnx")) and not game_pids(port)
+    else:  # stopped between two updates by the first Ctrl-C: the episodes under way are kept too
+        assert resume["envs"].get("sub_envs") is not None
 
 
 # ------------------------------------------------------------------------------------------------
