@@ -606,10 +606,18 @@ def parse_and_check(p, flag, argv):
                                 f"--num-envs x --num-steps = {args.num_envs * args.num_steps}")
     if problem:
         fail(problem)
-    if args.total_timesteps < args.num_envs * args.num_steps and not (args.resume or args.eval_checkpoint):
-        print(f"{os.path.basename(__file__)}: note: --total-timesteps {args.total_timesteps} is less than one "
-              f"rollout (--num-envs x --num-steps = {args.num_envs * args.num_steps}): one rollout runs")
+    if args.total_timesteps % (args.num_envs * args.num_steps) and not (args.resume or args.eval_checkpoint):
+        budget_note(args.total_timesteps, args.num_envs * args.num_steps,
+                    f"--num-envs x --num-steps = {args.num_envs * args.num_steps}")
     return resumed_args(args, argv) if args.resume else args
+
+
+def budget_note(total_timesteps, batch_size, batch):
+    """Said before a run starts: the steps it takes when --total-timesteps is not whole rollouts."""
+    rollouts = max(1, total_timesteps // batch_size)
+    print(f"{os.path.basename(__file__)}: note: --total-timesteps {total_timesteps} is "
+          f"{'less than one rollout' if total_timesteps < batch_size else 'not a whole number of rollouts'} "
+          f"({batch}): {rollouts} rollout{'s run' if rollouts > 1 else ' runs'}, {rollouts * batch_size} steps")
 
 
 def minibatch_problem(batch_size, num_minibatches, batch):
@@ -848,6 +856,10 @@ class Run:
             saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
             self.kept = resumes_to(saved)
             iteration, global_step = saved["iteration"], saved["global_step"]
+            end = args.num_iterations * args.batch_size
+            print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
+                  f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
+                                          f"{args.total_timesteps}" if end != args.total_timesteps else ""))
             load_weights(self.agent, checkpoint, args.resume)
             self.optimizer.load_state_dict(saved["optimizer"])
             random.setstate(saved["rng"]["python"])
@@ -893,23 +905,24 @@ class Run:
             raise KeyboardInterrupt
 
     def end_iteration(self, iteration, next_obs, next_done, next_lstm_state, global_step):
-        """Logs SPS, prints the progress every 10 s, marks the boundary a stop saves, and saves it every
-        --checkpoint-minutes."""
+        """Logs SPS, marks the boundary a stop saves, saves it every --checkpoint-minutes, and prints the
+        progress every 10 s and at each of those saves."""
         sps = int((global_step - self.first_step) / (time.time() - self.start_time))
         self.writer.add_scalar("charts/SPS", sps, global_step)
         if self.args.track:
             track_videos(self.args, self.name, self.videos_tracked)
-        if time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
+        self.mark_boundary(iteration, next_obs, next_done, next_lstm_state, global_step)
+        saving = self.args.save_model and time.time() - self.last_checkpoint >= 60 * self.args.checkpoint_minutes
+        if saving:
+            self.writer.flush()  # the logs up to this boundary, which a hard kill would lose
+            self.save(exact=True)  # written beside, then renamed: a kill never leaves half a checkpoint
+            self.last_checkpoint = time.time()
+        if saving or time.time() - self.last_status > 10 or iteration == self.args.num_iterations:
             self.last_status = time.time()
             iterations_done = iteration - self.first_iteration + 1
             eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
             print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
-                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s")
-        self.mark_boundary(iteration, next_obs, next_done, next_lstm_state, global_step)
-        if self.args.save_model and time.time() - self.last_checkpoint >= 60 * self.args.checkpoint_minutes:
-            self.writer.flush()  # the logs up to this boundary, which a hard kill would lose
-            self.save(exact=True)  # written beside, then renamed: a kill never leaves half a checkpoint
-            self.last_checkpoint = time.time()
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{' (checkpoint saved)' if saving else ''}")
 
     def mark_boundary(self, iteration, next_obs, next_done, next_lstm_state, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""

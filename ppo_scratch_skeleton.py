@@ -24,6 +24,7 @@ The grader checks each TODO on its own and names the mistake when one is wrong.
 import argparse
 import os
 import random
+import signal
 import sys
 import time
 
@@ -402,7 +403,8 @@ def train(args):
     next_obs, _ = envs.reset(seed=args.seed)
     next_done = np.zeros(args.num_envs, dtype=bool)
     global_step = 0
-    try:  # Ctrl-C stops the run and keeps the weights
+    ctrl_c = CtrlC()  # section 8: Ctrl-C stops the loop between two updates, and the weights are kept
+    try:
         for iteration in range(1, args.num_iterations + 1):
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
@@ -419,6 +421,7 @@ def train(args):
             stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
             for tag, value in stats.items():
                 writer.add_scalar(tag, value, global_step)
+            ctrl_c.stop_if_pressed()
         if args.save_model:
             torch.save(agent.state_dict(), f"{run_dir}/{args.exp_name}.pt")
             print(f"Done. The weights are saved to {run_dir}/{args.exp_name}.pt")
@@ -429,6 +432,7 @@ def train(args):
     finally:
         envs.close()
         writer.close()
+        ctrl_c.restore()
     return run_dir
 
 
@@ -454,6 +458,32 @@ def check_loss(loss):
     if not torch.isfinite(loss):
         raise FloatingPointError(f"the loss is {loss.item()}: check TODOs 5 to 8 (and TODO 2's log-probs and "
                                  f"entropy)")
+
+
+class CtrlC:
+    """Ctrl-C as the training loop takes it. The first press asks the loop to stop at the end of the
+    iteration under way: a KeyboardInterrupt raised inside a library can leave it broken (one inside
+    the TensorBoard writer's queue once left writer.close() waiting over a minute on its thread).
+    A second press stops at once, unless the run is already saving and closing: then presses only
+    count, so that nothing is cut short."""
+
+    def __init__(self):
+        self.pressed, self.leaving = 0, False
+        self.previous = signal.signal(signal.SIGINT, self.press)
+
+    def press(self, signum, frame):
+        self.pressed += 1
+        if self.pressed >= 2 and not self.leaving:
+            self.leaving = True
+            raise KeyboardInterrupt
+
+    def stop_if_pressed(self):
+        if self.pressed:
+            self.leaving = True
+            raise KeyboardInterrupt
+
+    def restore(self):
+        signal.signal(signal.SIGINT, self.previous)
 
 
 def str2bool(value):

@@ -37,7 +37,7 @@ def tag_run(tmp_path_factory):
     return run_dirs(folder)[0] / "ppo_godot_multi_policy.pt", folder / "tag.onnx", proc.stdout
 
 
-def test_each_policy_learns_from_its_own_agents_rows_only(port, tmp_path, monkeypatch):
+def test_each_policy_learns_from_its_own_agents_rows_only(port, tmp_path, monkeypatch, capsys):
     needs_godot()
     updates = []
     original = multi.ppo_update
@@ -48,8 +48,10 @@ def test_each_policy_learns_from_its_own_agents_rows_only(port, tmp_path, monkey
 
     monkeypatch.setattr(multi, "ppo_update", recording)
     # 8 iterations: 128 steps of each agent, so that every pair's episode has ended (by 100 steps, a time-out)
-    argv = game_argv(TAG, port, "--total-timesteps", "2048", "--norm-reward", "false", "--log-dir", str(tmp_path))
+    argv = game_argv(TAG, port, "--total-timesteps", "2100", "--norm-reward", "false", "--log-dir", str(tmp_path))
     run_dir = multi.train(multi.parse_args(argv))
+    assert ("ppo_godot_multi_policy.py: note: --total-timesteps 2100 is not a whole number of rollouts (16 agents x "
+            "--num-steps 16 = 256): 8 rollouts run, 2048 steps") in capsys.readouterr().out.splitlines()
     assert not game_pids(port)
 
     assert len(updates) == 16 and updates[0][0] is updates[14][0] and updates[1][0] is updates[15][0]
@@ -92,7 +94,7 @@ def test_a_two_policy_run_saves_and_exports_a_model_for_each(tag_run):
 
 
 def test_a_resumed_two_policy_run_starts_from_both_saved_policies_and_their_optimizer(tag_run, tmp_path, port,
-                                                                                      monkeypatch):
+                                                                                      monkeypatch, capsys):
     checkpoint, _, _ = tag_run
     resumed_path = tmp_path / "run" / "ppo_godot_multi_policy.pt"
     resumed_path.parent.mkdir()
@@ -117,7 +119,13 @@ def test_a_resumed_two_policy_run_starts_from_both_saved_policies_and_their_opti
 
     monkeypatch.setattr(multi.GameRun, "start", recording_start)
     multi.train(multi.parse_args(["--resume", str(resumed_path), "--port", str(port),
-                                          "--total-timesteps", "1024", "--onnx-export-path", str(tmp_path / "r.onnx")]))
+                                          "--total-timesteps", "1100", "--checkpoint-minutes", "0",
+                                          "--onnx-export-path", str(tmp_path / "r.onnx")]))
+    out = capsys.readouterr().out.splitlines()
+    assert ("resume: the run goes on from global_step=512 (iteration 2) to global_step=1024, the whole rollouts of "
+            "256 steps in --total-timesteps 1100") in out
+    assert [line.split()[1] for line in out if line.endswith("s (checkpoint saved)")] == [
+        "global_step=768", "global_step=1024"]
     for kind, name in (("discrete", "chaser"), ("continuous", "runner")):
         weights = {k[len(f"agents.{name}."):]: v for k, v in saved["model"].items() if k.startswith(f"agents.{name}.")}
         assert weights and weights.keys() == first_weights[kind].keys()
