@@ -15,7 +15,9 @@ obs-wrong-length (declares 2 floats, sends 3); camera-wrong-size (declares the c
 [3, 36, 36], sends 100 bytes); camera-not-hex (sends that camera as a list of floats, as a game in
 the plugin's ONNX mode does); camera-blank (sends it, every pixel black); camera-flat (declares
 camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36]); dotted-policy-name (its
-agents' policy name is "team.a")."""
+agents' policy name is "team.a"). Two that play well: camera-and-vector (camera_2d [3, 36, 36] of
+random pixels beside position [0.25, -0.5]); rgba-camera (camera_2d [4, 36, 36], RGBA, as the
+plugin's camera sensor sends a viewport with a transparent background)."""
 import json
 import random
 import socket
@@ -46,12 +48,17 @@ def play(obs_key, declared_key="obs", n_agents=2, size=(2,), value=lambda: [rand
     """Sends the spaces of n_agents of policy_name that declare an observation [declared_key] of this size
     and one discrete action, then answers reset and action messages until close, observing [obs_key]
     (value()): every action ends an episode."""
+    play_keys({declared_key: size}, lambda: {obs_key: value()}, n_agents, policy_name)
+
+
+def play_keys(declared, observe, n_agents=2, policy_name="shared"):
+    """play(), with the observation keys declared {key: size} and each agent observing observe()."""
     read_requests()
     send({"type": "env_info", "n_agents": n_agents, "agent_policy_names": [policy_name] * n_agents,
-          "observation_space": {declared_key: {"space": "box", "size": list(size)}},
+          "observation_space": {key: {"space": "box", "size": list(size)} for key, size in declared.items()},
           "action_space": {"move": {"action_type": "discrete", "size": 2}}})
     while (message := receive())["type"] != "close":
-        obs = [{obs_key: value()} for _ in range(n_agents)]
+        obs = [observe() for _ in range(n_agents)]
         if message["type"] == "reset":
             send({"type": "reset", "obs": obs, "info": [{}] * n_agents})
         else:
@@ -105,6 +112,11 @@ elif behaviour == "camera-small":
     play(obs_key="camera_2d", declared_key="camera_2d", size=(3, 24, 36), value=lambda: "00" * 2592)
 elif behaviour == "camera-flat":
     play(obs_key="camera_2d", declared_key="camera_2d", size=(3888,), value=lambda: "00" * 3888)
+elif behaviour == "camera-and-vector":
+    play_keys({"camera_2d": (3, 36, 36), "position": (2,)},
+              lambda: {"camera_2d": random.randbytes(3888).hex(), "position": [0.25, -0.5]})
+elif behaviour == "rgba-camera":
+    play_keys({"camera_2d": (4, 36, 36)}, lambda: {"camera_2d": random.randbytes(5184).hex()})
 elif behaviour == "reset":
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     connection.close()  # with a zero linger time, close sends RST: the peer sees a connection reset

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import CHASE, GYM_SCRIPTS, REPO, game_pids, needs_godot, read_scalars, run_dirs
+from conftest import CHASE, GODOT, GYM_SCRIPTS, REPO, game_pids, needs_godot, read_scalars, run_dirs
 from test_resume import assert_same_metrics, resume, signal_at_gae, train_in
 
 
@@ -151,26 +151,31 @@ def crash_inside_the_update(args, agent, optimizer, *rest):
 def test_a_crash_in_a_resumed_run_keeps_the_checkpoint_it_started_from(script, crash, tmp_path, monkeypatch,
                                                                         capsys):
     """A crash before the resumed run's first boundary would save less than the checkpoint it started
-    from (its episodes, or anything resumable at all): that checkpoint stays as it was."""
+    from (its episodes, or anything resumable at all): that checkpoint stays as it was. What it held is
+    read from the file itself, not through the script's own resumes_to, which this protects."""
     compute_gae = script.module.compute_gae
     signal_at_gae(script, monkeypatch, on_call=2)
     assert train_in(tmp_path, script, script.short, monkeypatch) == 130  # Ctrl-C: saved exactly
     monkeypatch.setattr(script.module, "compute_gae", compute_gae)
     checkpoint = run_dirs(tmp_path)[0] / f"{script.module.__name__}.pt"
     before = checkpoint.read_bytes()
-    started_from = script.module.resumes_to(pickle.loads(torch.load(checkpoint)["resume"]))
+    started_from = pickle.loads(torch.load(checkpoint)["resume"])
+    assert started_from["global_step"] == 2 * 256  # stopped after the second of the short run's rollouts
+    game = script is GODOT  # a running game's episodes are never saved
+    assert game or started_from["envs"].get("sub_envs") is not None  # stopped between updates: episodes saved
 
     patched = "collect_rollout" if crash is crash_in_the_rollout else "ppo_update"
     monkeypatch.setattr(script.module, patched, crash)
     with pytest.raises(RuntimeError, match="a bug in a hack"):
         script.module.train(script.module.parse_args(["--resume", str(checkpoint)]))
     stderr = capsys.readouterr().err
-    with_episodes = isinstance(started_from, tuple) and started_from[1]  # (step, episodes); ppo_godot.py: a step
-    if with_episodes or crash is crash_inside_the_update:  # a save would lose the episodes, or all of it
-        assert f"{checkpoint.relative_to(tmp_path)} is kept as it was: it resumes from global_step=" in stderr
+    if not game or crash is crash_inside_the_update:  # a save would lose the episodes, or all of it
+        assert (f"{checkpoint.relative_to(tmp_path)} is kept as it was: it resumes from "
+                f"global_step={started_from['global_step']}") in stderr
         assert checkpoint.read_bytes() == before
-    else:  # ppo_godot.py: a game's episodes are never saved, so the boundary is saved again as it was
-        assert script.module.resumes_to(pickle.loads(torch.load(checkpoint)["resume"])) == started_from
+    else:  # the boundary it started from, saved again
+        after = pickle.loads(torch.load(checkpoint)["resume"])
+        assert (after["iteration"], after["global_step"]) == (started_from["iteration"], started_from["global_step"])
 
 
 def test_a_save_cut_short_leaves_the_last_checkpoint_whole(script, in_tmp, monkeypatch):
@@ -195,6 +200,20 @@ def test_a_save_cut_short_leaves_the_last_checkpoint_whole(script, in_tmp, monke
     monkeypatch.undo()
     (checkpoint,) = in_tmp.glob(f"runs/*/{script.module.__name__}.pt")
     assert pickle.loads(torch.load(checkpoint)["resume"])["iteration"] == 2  # the second save, whole
+
+
+def test_a_checkpoint_is_on_the_disk_before_it_replaces_the_last(script, in_tmp, monkeypatch):
+    """Each checkpoint is written beside the last one, flushed to the disk (fsync), and only then
+    renamed over it: a power cut after the rename finds a whole file, not the rename of an empty one."""
+    events, fsync, replace = [], os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+                        or fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda src, dst: events.append(("replace", os.path.abspath(src)))
+                        or replace(src, dst))
+    script.module.train(script.module.parse_args(script.short + ["--checkpoint-minutes", "0"]))
+    renames = [i for i, (event, path) in enumerate(events) if event == "replace" and path.endswith(".pt.tmp")]
+    assert len(renames) == 5  # after each of the 4 updates, and at the end
+    assert all(events[i - 1] == ("fsync", events[i][1]) for i in renames), events
 
 
 def test_the_end_of_run_line_names_the_run_s_log_folder(script, in_tmp, capsys):

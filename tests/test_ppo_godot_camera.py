@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import ppo_godot
+import ppo_godot_multi_policy
 from conftest import (CHASE, REPO, benchmark, assert_plugin_plays_like_torch, game_pids, needs_godot,
                       read_scalars, run_dirs, run_script, saved_agents)
 from test_ppo_godot import misbehaving_game
@@ -133,6 +134,45 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
     assert seen[0].shape == (1, 3, 36, 40)
     first = (5 * 40 + 7) * 3
     np.testing.assert_allclose(seen[0][0, :, 5, 7].numpy(), pixels[first:first + 3] / 255.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("module", [ppo_godot, ppo_godot_multi_policy], ids=lambda m: m.__name__)
+def test_vector_keys_beside_a_camera_keep_their_values_as_sent(module, port, tmp_path):
+    """Rows of a policy that observes a camera and vector keys are float32 (only a camera-only policy's
+    are uint8, a quarter of the bytes): built by the env from what a game declares, the vector's floats
+    as sent and the pixels 0-255, exact."""
+    args = module.parse_args(["--env-path", misbehaving_game(tmp_path, "camera-and-vector"), "--port", str(port)])
+    envs = module.GodotVecEnv(args)
+    try:
+        obs, _ = envs.reset()
+    finally:
+        envs.close()
+    assert obs.dtype == np.float32 and obs.shape == (2, 3888 + 2)  # the keys in sorted order: the camera first
+    np.testing.assert_array_equal(obs[:, -2:], [[0.25, -0.5], [0.25, -0.5]])
+    assert obs[:, :3888].max() > 200 and (obs[:, :3888] == obs[:, :3888].round()).all()
+
+
+@pytest.mark.parametrize("script", ["ppo_godot.py", "ppo_godot_multi_policy.py"])
+def test_an_rgba_camera_trains_and_exports_a_model_the_plugin_can_run(script, port, tmp_path):
+    """A camera of 4 channels (the plugin's sensor on a viewport with a transparent background): a CNN
+    of 4 input channels, trained, and exported with the H x W x 4 pixels as its input."""
+    onnx_path = tmp_path / "rgba.onnx"
+    run_script(script, "--env-path", misbehaving_game(tmp_path, "rgba-camera"), "--port", str(port),
+               "--num-steps", "16", "--total-timesteps", "64", "--onnx-export-path", str(onnx_path), cwd=tmp_path)
+    run_dir = run_dirs(tmp_path)[0]
+    assert len([key for key in read_scalars(run_dir) if key.startswith("losses/value_loss")]) == 1
+    ((agent, obs_layout),) = saved_agents(run_dir / script.replace(".py", ".pt")).values()
+    assert [tuple(k) for k in obs_layout] == [("camera_2d", (36, 36, 4))]
+    first_conv = next(m for m in agent.cameras["camera_2d"].modules() if isinstance(m, torch.nn.Conv2d))
+    assert first_conv.in_channels == 4
+    if script == "ppo_godot_multi_policy.py":
+        onnx_path = tmp_path / "rgba_shared.onnx"  # a file per policy, named after it
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    inputs = session.get_inputs()
+    assert [i.name for i in inputs] == ["camera_2d", "state_ins"] and inputs[0].shape[1] == 36 * 36 * 4
+    assert_plugin_plays_like_torch(agent, session, {"camera_2d": (36, 36, 4)}, {"move": ("discrete", 2)},
+                                   n=50, tol=1e-4)
+    assert not game_pids(port)
 
 
 def test_the_pixels_or_positions_benchmark_times_and_trains_the_camera_game(display, port):

@@ -4,6 +4,7 @@ names. Each learns from its own agents' rows, logs under its own tags, is saved,
 exported on its own; --frozen-policy plays one from a checkpoint and keeps it fixed."""
 import copy
 import pickle
+import re
 
 import numpy as np
 import onnxruntime
@@ -145,8 +146,12 @@ def test_evaluation_plays_every_policy_the_game_names(tag_run, tmp_path, port):
     both = run_script(SCRIPT, *game_argv(TAG, port, "--eval-checkpoint", str(checkpoint),
                                                  "--eval-episodes", "8"), cwd=tmp_path)
     for greedy in ("greedy", "sampled"):
-        for name in ("chaser", "runner"):
-            assert f"{greedy} policy {name}: mean_return=" in both.stdout
+        means = {name: re.search(rf"^{greedy} policy {name}: mean_return=(\S+) \+- \S+ over (\d+) episodes$",
+                                 both.stdout, flags=re.M).groups() for name in ("chaser", "runner")}
+        # each policy gets its own agents' episodes: 8 agents of each, one episode each; and a chaser's
+        # reward is its runner's, negated, step by step, so each pair's returns cancel
+        assert means["chaser"][1] == means["runner"][1] == "8", means
+        assert abs(float(means["chaser"][0]) + float(means["runner"][0])) <= 0.1, means
     # against the game's scripted runner, the checkpoint's chaser plays alone
     alone = run_script(SCRIPT, *game_argv(VS_SCRIPTED_RUNNER, port, "--eval-checkpoint", str(checkpoint),
                                                   "--eval-episodes", "8"), cwd=tmp_path)
