@@ -35,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zipfile
@@ -1039,12 +1040,29 @@ class GameRun(Run):
 
     def start(self):
         try:
-            return super().start()
+            started = super().start()
         except GameError as e:  # before anything was learned
             if not self.args.resume:
                 with contextlib.suppress(OSError):  # the run's new log folder, still empty
                     os.rmdir(self.dir)
             fail(str(e))
+        self.keep_game_logs()
+        return started
+
+    def keep_game_logs(self):
+        """Moves each game's own output into the run folder (a resumed run's writes there already), and
+        says once where it goes."""
+        logs = []
+        for game in self.envs.games:
+            proc = game.game_proc
+            if proc is not None and proc.log_temporary:
+                with contextlib.suppress(OSError):  # else it stays where it is, named below
+                    os.replace(proc.log_path, f"{self.dir}/game-{game.port}.log")
+                    proc.log_path, proc.log_temporary = f"{self.dir}/game-{game.port}.log", False
+            if proc is not None:
+                logs.append(proc.log_path)
+        if logs:
+            print(f"the game's own output (the engine's lines) goes to {', '.join(logs)}")
 
     def export_or_say_why(self):
         """The ONNX export on a run's way out, which must not end in a traceback."""
@@ -1196,6 +1214,20 @@ class GuardedGodotEnv(GodotEnv):
                             f"({type(e).__name__}: {e}): {str(getattr(self, 'env_info', ''))[:200]}") from None
         atexit.unregister(self._close)  # closing is ours: GodotEnv's atexit hook fails on a dead game
 
+    def last_output(self):
+        """The last lines the game process printed, quoted for a GameError's line (and where all of it is,
+        once the log is in the run folder); empty for a game that printed nothing."""
+        if self.game_proc is None:
+            return ""
+        try:
+            with open(self.game_proc.log_path, "rb") as log:
+                log.seek(max(0, os.path.getsize(self.game_proc.log_path) - 2000))
+                lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        where = "" if self.game_proc.log_temporary else f" (all of it in {self.game_proc.log_path})"
+        return f"; its last output: {' | '.join(lines[-3:])!r}{where}" if lines else ""
+
     def game_exit(self):
         """How the game process ended ("exited with code 3"), or None while it runs."""
         if self.game_proc is None or self.game_proc.poll() is None:
@@ -1205,7 +1237,7 @@ class GuardedGodotEnv(GodotEnv):
 
     def raise_if_exited(self, waiting_for):
         if self.game_exit():
-            raise GameError(f"the game on port {self.port} {self.game_exit()} while {waiting_for}")
+            raise GameError(f"the game on port {self.port} {self.game_exit()} while {waiting_for}{self.last_output()}")
 
     def _start_server(self):
         with socket.socket() as listener:
@@ -1223,10 +1255,10 @@ class GuardedGodotEnv(GodotEnv):
                             " (no DISPLAY is set: if the game opens a window, as a camera game does, run "
                             "it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
-                                        f"{self.game_exit()}{hint}") from None
+                                        f"{self.game_exit()}{hint}{self.last_output()}") from None
                     if time.monotonic() > self.deadline:
                         raise GameError(f"no game connected on port {self.port} within "
-                                        f"{self.connect_timeout:.0f} s") from None
+                                        f"{self.connect_timeout:.0f} s{self.last_output()}") from None
         connection.settimeout(self.POLL)
         return connection
 
@@ -1242,7 +1274,7 @@ class GuardedGodotEnv(GodotEnv):
         except OSError as e:
             self.wait_for_exit()
             raise GameError(f"the game on port {self.port} {self.game_exit() or 'is gone'} "
-                            f"({e.strerror or e})") from None
+                            f"({e.strerror or e}){self.last_output()}") from None
 
     def _get_json_dict(self):  # the env_info reply, read by GodotEnv.__init__; kept for its key order
         self.env_info = self.receive(self.deadline, "sending its spaces (env_info)",
@@ -1261,7 +1293,7 @@ class GuardedGodotEnv(GodotEnv):
                     self.raise_if_exited(waiting_for)
                     if time.monotonic() > deadline:
                         raise GameError(f"the game on port {self.port} did not answer for {limit} "
-                                        f"while {waiting_for} (frozen?)") from None
+                                        f"while {waiting_for} (frozen?){self.last_output()}") from None
                     continue
                 except OSError:  # a connection reset: the game died mid-message
                     chunk = b""
@@ -1269,7 +1301,7 @@ class GuardedGodotEnv(GodotEnv):
                     self.wait_for_exit()
                     self.raise_if_exited(waiting_for)
                     raise GameError(f"the game on port {self.port} closed the connection while "
-                                    f"{waiting_for} (crashed or killed)")
+                                    f"{waiting_for} (crashed or killed){self.last_output()}")
                 data += chunk
             return data
 
@@ -1342,8 +1374,30 @@ def connect(args, port, seed, procs):
             command.append(f"--action_repeat={args.action_repeat}")
         if args.speedup:
             command.append(f"--speedup={args.speedup}")
-        procs.append(subprocess.Popen(command, start_new_session=True))
+        log, log_path, temporary = open_game_log(args, port)
+        with log:  # the game writes its own output (the engine's lines) there, not on our console
+            procs.append(subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
+        procs[-1].log_path, procs[-1].log_temporary = log_path, temporary
     return GuardedGodotEnv(port, procs[-1] if args.env_path else None, args.connect_timeout)
+
+
+def open_game_log(args, port):
+    """(file, path, temporary) for a game's own output. A resumed run's folder is there to take it; a
+    new run's folder is made once the games are up (bad input leaves none), so until GameRun.start
+    moves the log in, it waits in --log-dir or the nearest folder above it, and close_games deletes it
+    if the run never starts. Evaluation's is temporary too."""
+    if args.resume:
+        path = f"{os.path.dirname(args.resume) or '.'}/game-{port}.log"
+        with contextlib.suppress(OSError):
+            return open(path, "ab"), path, False
+    folder = tempfile.gettempdir() if args.eval_checkpoint else os.path.abspath(args.log_dir)
+    while not os.path.isdir(folder):  # the nearest folder that there is: no run makes one before its games are up
+        folder = os.path.dirname(folder)
+    try:
+        fd, path = tempfile.mkstemp(prefix=f".game-{port}-", suffix=".log", dir=folder)
+    except OSError:  # a folder it may not write in
+        fd, path = tempfile.mkstemp(prefix=f"game-{port}-", suffix=".log")
+    return os.fdopen(fd, "wb"), path, True
 
 
 def await_reply(game, step_timeout):
@@ -1428,6 +1482,9 @@ def close_games(envs):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            if proc.log_temporary:  # a run that never started, or an evaluation: its errors quoted the log
+                with contextlib.suppress(OSError):
+                    os.remove(proc.log_path)
         envs.games, envs.procs = [], []
     finally:
         if in_main_thread:

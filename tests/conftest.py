@@ -169,6 +169,7 @@ class FakeGame(gym.vector.VectorWrapper):
                                     action_heads=self.action_heads, agents=np.arange(self.num_envs),
                                     width=4, columns=1, padding=[], tag="")
         self.policies, self.agent_policy = {"shared_policy": policy}, [policy] * self.num_envs
+        self.games = []  # no game processes, so no game logs
 
     def reset(self, **kwargs):
         self.autoreset = np.zeros(self.num_envs, dtype=bool)

@@ -63,9 +63,12 @@ def wait_for_end(proc, port):
 
 
 def wait_for_step(proc, min_step):
+    """What the run printed up to its first episode line from min_step on."""
+    printed = ""
     for line in proc.stdout:
+        printed += line
         if line.startswith("global_step=") and int(line.split(",")[0].split("=")[1]) >= min_step:
-            return
+            return printed
     raise AssertionError(f"the run ended before step {min_step}: {proc.stderr.read()}")
 
 
@@ -194,15 +197,23 @@ def test_every_episode_s_length_counts_its_actions_only(port):
 def test_game_dying_or_freezing_ends_the_run_cleanly(fault, port, tmp_path):
     proc = start("--env-path", GAME["discrete"], "--port", str(port), "--total-timesteps", "10000000",
                  "--step-timeout", "3", cwd=tmp_path)
-    wait_for_step(proc, 3000)
+    printed = wait_for_step(proc, 3000)
     (game,) = game_pids(port)
     os.kill(game, signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
     stdout, stderr = wait_for_end(proc, port)
+    stdout = printed + stdout
     assert proc.returncode == 1 and "Traceback" not in stderr
     reason = "was killed by signal 9 while playing" if fault == "kill" else "did not answer for 3 s while playing"
     assert f"the game on port {port} {reason}" in stderr
     assert "is saved to" in stderr
-    assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
+    run_dir = run_dirs(tmp_path)[0]
+    assert (run_dir / "ppo_godot.pt").exists()
+    # the game's own output: in its log in the run folder, which the line quotes and names
+    log = run_dir.relative_to(tmp_path) / f"game-{port}.log"
+    assert stdout.count(f"the game's own output (the engine's lines) goes to {log}\n") == 1
+    assert (tmp_path / log).read_text().startswith("Godot Engine v3.")  # the banner, not on the console
+    assert not [line for line in (stdout + stderr).splitlines() if line.startswith("Godot Engine")]
+    assert "; its last output: 'Godot Engine v3." in stderr and f"(all of it in {log})" in stderr
     assert not game_pids(port)
 
 
