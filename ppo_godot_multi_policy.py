@@ -1597,6 +1597,9 @@ def open_game_log(args, port):
         fd, path = tempfile.mkstemp(prefix=f".game-{port}-", suffix=".log", dir=folder)
     except OSError:  # a folder it may not write in
         fd, path = tempfile.mkstemp(prefix=f"game-{port}-", suffix=".log")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)  # as open() would make it: mkstemp's are the owner's alone
     return os.fdopen(fd, "wb"), path, True
 
 
