@@ -662,7 +662,8 @@ class Run:
             kept = self.save(exact=True) if self.args.save_model else "No model is saved (--save-model false)."
             print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`. {kept}")
         except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
-            print(f"interrupted. {self.save(exact=not self.stopped_at_once)}")
+            how = " at once (a second signal): the iteration under way is dropped" if self.stopped_at_once else ""
+            print(f"interrupted{how}. {self.save(exact=not self.stopped_at_once)}")
             sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
         except EnvFault as e:  # caught before any update saw the bad values
             fail(f"{e}: a fault of the env, not of the learning. {self.save()}")

@@ -999,7 +999,7 @@ class Run:
         self.name = os.path.basename(os.path.abspath(self.dir))
         self.model_path = f"{self.dir}/{args.exp_name}.pt"
         self.writer, self.boundary, self.stop_requested = None, None, []
-        self.leaving = False  # on the way out: saving, exporting, closing
+        self.leaving = self.stopped_at_once = False  # on the way out; stopped by a second signal
         self.kept = None  # how far the checkpoint on disk resumes (resumes_to), once this run wrote or resumed it
 
     @contextlib.contextmanager
@@ -1025,7 +1025,8 @@ class Run:
             kept = self.save() if self.args.save_model else "No model is saved (--save-model false)."
             print(f"Done. The logs are in {self.dir}: watch them with `tensorboard --logdir {self.dir}`. {kept}")
         except KeyboardInterrupt:  # the first Ctrl-C or kill, seen between two updates, stops exactly
-            print(f"interrupted. {self.save()}")
+            how = " at once (a second signal): the iteration under way is dropped" if self.stopped_at_once else ""
+            print(f"interrupted{how}. {self.save()}")
             sys.exit(128 + (self.stop_requested[0] if self.stop_requested else signal.SIGINT))  # 130, 143
         except EnvFault as e:  # caught before any update saw the bad values
             fail(f"{e}: a fault of the env, not of the learning. {self.save()}")
@@ -1058,7 +1059,7 @@ class Run:
     def request_stop(self, signum, frame):
         self.stop_requested.append(signum)
         if len(self.stop_requested) >= 2 and not self.leaving:
-            self.leaving = True
+            self.leaving = self.stopped_at_once = True
             raise KeyboardInterrupt
 
     def start(self):

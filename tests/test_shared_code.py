@@ -78,8 +78,7 @@ GODOT_RUN = {
     "a running game's episodes cannot be saved: every save keeps the same state (no exact stop to tell "
     "apart), and a resumed run starts new episodes": (
         "self.save(", "def save(", "exact", "episodes", "random generators", 'saved["next_obs"]', "else:",
-        "boundary", "Every exit keeps the run", "kept as it was", "stop could save", "start new ones",
-        "stopped_at_once", "self.leaving = False", "self.leaving = True"),
+        "boundary", "Every exit keeps the run", "kept as it was", "stop could save", "start new ones"),
 }
 
 
