@@ -711,10 +711,6 @@ class Run:
             saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
             self.kept = resumes_to(saved)
             iteration, global_step = saved["iteration"], saved["global_step"]
-            end = args.num_iterations * args.batch_size
-            print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
-                  f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
-                                          f"{args.total_timesteps}" if end != args.total_timesteps else ""))
             load_weights(self.agent, checkpoint, args.resume)
             self.optimizer.load_state_dict(saved["optimizer"])
             random.setstate(saved["rng"]["python"])
@@ -726,6 +722,10 @@ class Run:
             unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
             if unsaved:
                 print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
+            end = args.num_iterations * args.batch_size
+            print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
+                  f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
+                                          f"{args.total_timesteps}" if end != args.total_timesteps else ""))
         if saved is not None and restore_episodes(self.envs, saved["envs"]):
             next_obs, next_done = saved["next_obs"], saved["next_done"]
         else:

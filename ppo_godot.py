@@ -920,10 +920,6 @@ class Run:
             saved = pickle.loads(checkpoint["resume"])  # resumed_args has checked it
             self.kept = resumes_to(saved)
             iteration, global_step = saved["iteration"], saved["global_step"]
-            end = args.num_iterations * args.batch_size
-            print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
-                  f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
-                                          f"{args.total_timesteps}" if end != args.total_timesteps else ""))
             load_weights(self.agent, checkpoint, args.resume)
             self.optimizer.load_state_dict(saved["optimizer"])
             random.setstate(saved["rng"]["python"])
@@ -935,6 +931,10 @@ class Run:
             unsaved = unsaved_tensors(self.agent)  # a hack's state kept outside state_dict: it restarts
             if unsaved:
                 print(f"resume: {', '.join(unsaved)} were not saved: they start anew")
+            end = args.num_iterations * args.batch_size
+            print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
+                  f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
+                                          f"{args.total_timesteps}" if end != args.total_timesteps else ""))
         if args.resume:
             print("resume: a running game's episodes cannot be saved; the games start new ones")
         next_obs, _ = self.envs.reset(seed=args.seed + global_step)
@@ -1059,7 +1059,8 @@ class GameRun(Run):
             if proc is not None and proc.log_temporary:
                 with contextlib.suppress(OSError):  # else it stays where it is, named below
                     os.replace(proc.log_path, f"{self.dir}/game-{game.port}.log")
-                    proc.log_path, proc.log_temporary = f"{self.dir}/game-{game.port}.log", False
+                    proc.log_path = f"{self.dir}/game-{game.port}.log"
+                proc.log_temporary = False  # kept: close_games leaves it
             if proc is not None:
                 logs.append(proc.log_path)
         if logs:
