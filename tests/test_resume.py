@@ -190,4 +190,7 @@ def test_a_game_run_that_died_inside_an_iteration_resumes_logging_each_step_once
         kept = [(s, v) for s, v in first_life.get(tag, []) if s <= boundary]
         assert merged[tag] == kept + second_life.get(tag, []), tag
     assert [s for s, _ in merged["losses/policy_loss"]] == [batch * i for i in range(1, 9)]
+    # both lives' games wrote their own output to the one log in the run folder, the second after the first
+    assert [log.name for log in run_dir.glob("*.log")] == [f"game-{port}.log"]
+    assert (run_dir / f"game-{port}.log").read_text().count("Godot Engine v3.") == 2
     assert not game_pids(port)
