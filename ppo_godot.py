@@ -957,11 +957,9 @@ class Run:
         """The iterations left, each one rollout and one update; a stop asked for ends them here."""
         for iteration in range(self.first_iteration, self.args.num_iterations + 1):
             if self.stop_requested:
-                self.leaving = True
                 raise KeyboardInterrupt
             yield iteration
         if self.stop_requested:  # a signal during the last iteration still stops and saves
-            self.leaving = True
             raise KeyboardInterrupt
 
     def end_iteration(self, iteration, next_obs, next_done, global_step):

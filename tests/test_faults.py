@@ -21,6 +21,7 @@ import as_a_process
 from conftest import (CHASE, GODOT, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error, free_port,
                       game_pids, needs_godot, run_dirs, run_script)
 from interrupting import PLACES
+from test_ppo_godot import assert_whole_onnx
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py"]
@@ -290,7 +291,10 @@ def test_ctrl_c_again_while_saving_exporting_and_closing_waits_for_them(script, 
     resume = pickle.loads(checkpoint["resume"])
     assert resume["iteration"] == 1 and resume["global_step"] == checkpoint["args"]["batch_size"]
     if "godot" in script:
-        assert list(tmp_path.glob("policy*.onnx")) and not game_pids(port)
+        exported = sorted(tmp_path.glob("policy*.onnx"))  # ppo_godot_multi_policy.py: a file per policy
+        assert len(exported) == (2 if "multi" in script else 1) and not game_pids(port)
+        for onnx_file in exported:
+            assert_whole_onnx(onnx_file)
     else:  # stopped between two updates by the first Ctrl-C: the episodes under way are kept too
         assert resume["envs"].get("sub_envs") is not None
 

@@ -252,21 +252,6 @@ def test_ctrl_c_or_kill_while_the_game_connects_ends_it(stop_signal, port, tmp_p
     assert not game_pids(port)
 
 
-@pytest.mark.parametrize("pause", [0.0, 0.05, 0.2])
-def test_ctrl_c_again_while_saving_exporting_and_closing_leaves_all_kept_and_no_game(pause, port, tmp_path):
-    proc = start("--env-path", GAME["discrete"], "--port", str(port), "--n-parallel", "2",
-                 "--total-timesteps", "10000000", "--onnx-export-path", "policy.onnx", cwd=tmp_path)
-    wait_for_step(proc, 3000)
-    for _ in range(6):  # the first asks to stop; the second stops at once; the rest hit the saving,
-        proc.send_signal(signal.SIGINT)  # the export or the closing, by the pause between them
-        time.sleep(pause)
-    stdout, stderr = wait_for_end(proc, port)
-    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
-    assert (run_dirs(tmp_path)[0] / "ppo_godot.pt").exists()
-    assert_whole_onnx(tmp_path / "policy.onnx")
-    assert not game_pids(port)
-
-
 def test_port_in_use_is_named(port, tmp_path):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))
