@@ -444,10 +444,12 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy
         with torch.inference_mode():
             obs_tensor = torch.as_tensor(obs, dtype=torch.float32)
             action = agent.policy(obs_tensor)[0] if greedy else agent.get_action(obs_tensor)
-        obs, _, _, _, infos = envs.step(action.numpy())  # ClipAction: the env gets it clipped
+        obs, _, terminated, _, infos = envs.step(action.numpy())  # ClipAction: the env gets it clipped
         if "episode" in infos and infos["_episode"][0]:  # the env resets itself on the next step
             episodic_returns.append(float(infos["episode"]["r"][0]))
-            print(f"{mode} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
+            ended = "terminated" if terminated[0] else "time-out"
+            print(f"{mode} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}, "
+                  f"episodic_length={infos['episode']['l'][0]} ({ended})")
     envs.close()
     return episodic_returns
 
@@ -815,7 +817,12 @@ class Run:
             iterations_done = iteration - self.first_iteration + 1
             eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
             print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
-                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{' (checkpoint saved)' if saving else ''}")
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{self.progress_note()}"
+                  f"{' (checkpoint saved)' if saving else ''}")
+
+    def progress_note(self):
+        """What a subclass adds to the progress line (nothing here)."""
+        return ""
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""

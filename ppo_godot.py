@@ -609,11 +609,13 @@ def evaluate(args, greedy=True):
             with torch.inference_mode():
                 obs_tensor = torch.as_tensor(obs)
                 action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
-            obs, _, _, _, infos = envs.step(action.numpy())
+            obs, _, _, truncated, infos = envs.step(action.numpy())
             for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
                 if episodes_done[i] < rounds:
                     episodic_returns.append(float(infos["episode"]["r"][i]))
-                    print(f"{mode} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}")
+                    ended = "time-out" if truncated[i] else "terminated"
+                    print(f"{mode} eval_episode={len(episodic_returns)}, episodic_return={episodic_returns[-1]:.1f}, "
+                          f"episodic_length={infos['episode']['l'][i]} ({ended})")
                 episodes_done[i] += 1
     return episodic_returns
 
@@ -978,7 +980,12 @@ class Run:
             iterations_done = iteration - self.first_iteration + 1
             eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
             print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
-                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{' (checkpoint saved)' if saving else ''}")
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{self.progress_note()}"
+                  f"{' (checkpoint saved)' if saving else ''}")
+
+    def progress_note(self):
+        """What a subclass adds to the progress line (nothing here)."""
+        return ""
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""

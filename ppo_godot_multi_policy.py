@@ -5,6 +5,7 @@ in one file: an Agent (network) per policy name, each learning from its own agen
     tensorboard --logdir runs             # charts/episodic_return/chaser and .../runner, one per policy
     python ppo_godot_multi_policy.py --env-path ... --onnx-export-path tag.onnx  # tag_chaser.onnx, tag_runner.onnx
     python ppo_godot_multi_policy.py --env-path ... --frozen-policy runner=runs/<run>/ppo_godot_multi_policy.pt
+    python ppo_godot_multi_policy.py --env-path ... --self-play --self-play-outcome terminated=chaser  # turns
 
 Read ppo_godot.py first: this file is ppo_godot.py with several policies, and `diff ppo_godot.py
 ppo_godot_multi_policy.py` is the lesson. The game's policy names are read in section 2, each
@@ -12,8 +13,9 @@ agent's row padded to the widest policy's; an Agent per name plays its agents' r
 AgentPerPolicy); each policy's rows of the rollout (section 5, policy_rows) feed its own advantages
 and update, in a loop over the policies in train() (section 7). Each policy also has its own reward
 statistic, tags ending in /<name>, evaluation line and ONNX file; --frozen-policy plays one from a
-checkpoint and never updates it (a fixed opponent). A game of one policy name trains here too and
-logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
+checkpoint and never updates it (a fixed opponent); --self-play lets one policy learn at a time while
+the others play snapshots of their past selves (train(), and AgentPerPolicy.playing). A game of one
+policy name trains here too and logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
 GodotVecEnv. Discrete, continuous and mixed actions work, in the order the game declares them.
 Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO
@@ -108,8 +110,9 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed) and
-    # --onnx-export-path, then checks the values (a bad one: one line); --resume takes the saved run's flags
+    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed),
+    # --self-play and its settings, --onnx-export-path, then checks the values (a bad one: one line);
+    # --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 
@@ -428,7 +431,9 @@ class AgentPerPolicy(nn.Module):
     """An Agent per policy name, playing every agent of the game: each agent's row goes to its policy's
     Agent, cut to that policy's width, and the actions come back as one row per agent, padded to the
     widest policy's columns. agents[name] is the policy's Agent. frozen_weights: {name: saved weights,
-    or None when --resume brings them} of the policies of --frozen-policy, which act and never learn."""
+    or None when --resume brings them} of the policies of --frozen-policy, which act and never learn.
+    playing: {name: another Agent that acts for the policy's agents instead}: under --self-play, a
+    snapshot of the policy's past weights, while another policy learns (SelfPlay, section 9)."""
 
     def __init__(self, policies, frozen_weights=None):
         super().__init__()
@@ -440,6 +445,7 @@ class AgentPerPolicy(nn.Module):
                 self.agents[name].load_state_dict(weights)
             self.agents[name].requires_grad_(False)
         self.columns = max(policy.columns for policy in policies.values())
+        self.playing = {}  # a plain dict: a snapshot's weights are not the policy's, and are saved apart
 
     def __getitem__(self, name):
         return self.agents[name]
@@ -449,7 +455,8 @@ class AgentPerPolicy(nn.Module):
         action = torch.zeros(len(x), self.columns, device=x.device)
         for name, policy in self.policies.items():
             its_agents = torch.as_tensor(policy.agents, device=x.device)
-            its_action = getattr(self.agents[name], method)(x[its_agents, :policy.width])
+            its_agent = self.playing.get(name, self.agents[name])  # a past self, or the policy as it learns
+            its_action = getattr(its_agent, method)(x[its_agents, :policy.width])
             action[its_agents, :policy.columns] = its_action.float()
         return action
 
@@ -477,7 +484,7 @@ def make_storage(args, envs):
     )
 
 
-def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device):
+def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device, self_play=None):
     """Fills storage; returns (next_obs, next_done, global_step). No reset: the episodes go on from the
     last rollout (a reset here would cap every episode at num_steps steps)."""
     for step in range(len(storage.obs)):
@@ -504,6 +511,8 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
                 print(f"global_step={global_step}, episodic_return{tag}={episodic_return:.1f}")
                 writer.add_scalar("charts/episodic_return" + tag, episodic_return, global_step)
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
+                if self_play:  # a learning agent's episode against a snapshot: its outcome moves both ratings
+                    self_play.rate(i, episodic_return, terminated[i])
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
     return next_obs, next_done, global_step
 
@@ -642,8 +651,11 @@ def train(args):
     args.num_envs = envs.num_envs  # the game decides how many agents (envs) there are
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout, all policies' together
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
-    frozen_weights = check_game(args, envs)  # section 9: each policy's batch splits; --frozen-policy's weights
+    # section 9: each policy's batch splits; the weights of --frozen-policy and of --self-play-pool
+    frozen_weights, pool_weights = check_game(args, envs)
     agents = AgentPerPolicy(envs.policies, frozen_weights).to(device)
+    # Self-play: who learns, and which snapshot of its past weights each other policy plays (section 9)
+    self_play = SelfPlay(args, agents, pool_weights) if args.self_play else None
     # One Adam for all policies: its moments are per weight, and a policy's update steps only its own (zero_grad
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
@@ -651,7 +663,7 @@ def train(args):
     rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_rows)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
-    with run.guard(envs, agents, optimizer):
+    with run.guard(envs, agents, optimizer, self_play):
         # s_0: new episodes from envs.reset(seed=args.seed), for a resumed run too (a game's cannot be saved)
         all_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
@@ -659,9 +671,11 @@ def train(args):
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             all_obs, next_done, global_step = collect_rollout(
-                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device)
+                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device, self_play)
             for name, policy in envs.policies.items():  # each policy learns from its own agents' rows alone
                 if name in agents.frozen:  # it plays, and never learns
+                    continue
+                if self_play and name != self_play.learner:  # not its turn: a snapshot played its agents
                     continue
                 agent = agents[name]
                 storage, next_obs = policy_rows(policy, rollout, all_obs)
@@ -675,6 +689,8 @@ def train(args):
                 stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
                 for tag, value in stats.items():
                     run.writer.add_scalar(tag + policy.tag, value, global_step)
+            if self_play:  # a snapshot of the learner into its pool, another snapshot to play, the next learner
+                self_play.end_iteration(global_step, run.writer)
             run.end_iteration(iteration, all_obs, next_done, global_step)  # SPS; where a stop resumes
     return run.dir
 
@@ -702,13 +718,15 @@ def evaluate(args, greedy=True):
             with torch.inference_mode():
                 obs_tensor = torch.as_tensor(obs)
                 action = agents.get_greedy_action(obs_tensor) if greedy else agents.get_action(obs_tensor)
-            obs, _, _, _, infos = envs.step(action.numpy())
+            obs, _, _, truncated, infos = envs.step(action.numpy())
             for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
                 if episodes_done[i] < rounds:
                     policy = envs.agent_policy[i]
                     returns = episodic_returns[policy.name]
                     returns.append(float(infos["episode"]["r"][i]))
-                    print(f"{mode} eval_episode={len(returns)}{policy.tag}, episodic_return={returns[-1]:.1f}")
+                    ended = "time-out" if truncated[i] else "terminated"
+                    print(f"{mode} eval_episode={len(returns)}{policy.tag}, episodic_return={returns[-1]:.1f}, "
+                          f"episodic_length={infos['episode']['l'][i]} ({ended})")
                 episodes_done[i] += 1
     return episodic_returns
 
@@ -786,13 +804,38 @@ def parse_and_check(p, flag, argv):
                         "policies learn: a frozen opponent; repeat it to freeze more")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and exit: no training, no game")
+    # Self-play: Unity ML-Agents' ghost trainer (its settings' names and defaults: course/name-maps.md)
+    p.add_argument("--self-play", default=False, **flag,
+                   help="one policy learns at a time, the others play snapshots of their past weights: for opposing "
+                        "policies where one, learning faster, starves the other of reward (benchmarks/README.md, tag)")
+    p.add_argument("--self-play-save-steps", type=int, default=20000,
+                   help="the learning policy's agent-steps between two snapshots of it into its pool (ML-Agents' "
+                        "save_steps)")
+    p.add_argument("--self-play-window", type=int, default=10,
+                   help="the newest snapshots a pool keeps, the oldest dropped (ML-Agents' window)")
+    p.add_argument("--self-play-team-change", type=int, default=100000,
+                   help="the learning policy's agent-steps before the next policy, in the game's order, learns "
+                        "(ML-Agents' team_change: 5 x save_steps)")
+    p.add_argument("--self-play-swap-steps", type=int, default=2000,
+                   help="each other policy's own agent-steps between two draws of the snapshot it plays (ML-Agents' "
+                        "swap_steps, as its code has it; its docs say 10000)")
+    p.add_argument("--self-play-latest", type=float, default=0.5,
+                   help="the chance that a draw takes the newest snapshot; else one from the whole pool, uniformly "
+                        "(ML-Agents' play_against_latest_model_ratio)")
+    p.add_argument("--self-play-pool", action="append", default=[], metavar="NAME=CHECKPOINT",
+                   help="put policy NAME of CHECKPOINT (a .pt file, as for --frozen-policy) into NAME's pool for good, "
+                        "beside the window's snapshots: a saved opponent; repeat it to add more")
+    p.add_argument("--self-play-outcome", default="return", metavar="return|terminated=NAME",
+                   help="who won an episode, for the ELO ratings (the game sends no winner): return: the sign of the "
+                        "learning agent's return (ML-Agents' rule: for a final reward of +1, 0, -1); terminated=NAME: "
+                        "an episode that ends terminated is NAME's win, a time-out its opponents' (tag, hide-and-seek)")
     theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
     if theirs:  # all of them in one line, not one per try
         fail("; ".join(f"{flag} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[flag]}" for flag in theirs))
-    frozen_spelling = "--frozen-policy takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {!r}"
+    spelling = "{} takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {!r}"
     for i in range(len(argv) - 2):  # --frozen-policy NAME PATH: this line, not argparse's "unrecognized arguments"
-        if argv[i] == "--frozen-policy" and not argv[i + 2].startswith("-"):
-            fail(frozen_spelling.format(f"{argv[i + 1]} {argv[i + 2]}"))
+        if argv[i] in ("--frozen-policy", "--self-play-pool") and not argv[i + 2].startswith("-"):
+            fail(spelling.format(argv[i], f"{argv[i + 1]} {argv[i + 2]}"))
     args = p.parse_args(argv)
     if not args.checkpoint_minutes >= 0:  # nan too
         fail(f"--checkpoint-minutes must be 0 (after every update) or more, got {args.checkpoint_minutes}")
@@ -810,18 +853,13 @@ def parse_and_check(p, flag, argv):
         fail(f"--cuda: torch {torch.__version__} sees no CUDA GPU (leave --cuda out to train on the CPU)")
     if args.track and importlib.util.find_spec("wandb") is None:
         fail("--track needs the wandb package: pip install -r requirements-track.txt")
-    frozen_paths = {}
-    for value in args.frozen_policy:  # NAME=CHECKPOINT: what the file holds is checked once the game runs (check_game)
-        name, _, path = value.partition("=")
-        if not (name and path) or name != name.strip() or path != path.strip():  # "chaser = x.pt" too
-            fail(frozen_spelling.format(value))
-        if not os.path.isfile(path):
-            fail(f"--frozen-policy {name}: no such checkpoint: {path!r}")
-        frozen_paths[name] = os.path.abspath(path)
-    args.frozen_policy = frozen_paths  # {name: checkpoint}
-    if frozen_paths and (args.eval_checkpoint or args.export_checkpoint):
+    # NAME=CHECKPOINT: what the file holds is checked once the game runs (check_game)
+    args.frozen_policy = dict(name_and_checkpoint("--frozen-policy", value, spelling) for value in args.frozen_policy)
+    args.self_play_pool = [name_and_checkpoint("--self-play-pool", value, spelling) for value in args.self_play_pool]
+    if args.frozen_policy and (args.eval_checkpoint or args.export_checkpoint):
         fail("--frozen-policy is for training: --eval-checkpoint and --export-checkpoint take every policy "
              "from their checkpoint")
+    self_play_problem(args, argv)
     if args.export_checkpoint and not args.onnx_export_path:
         fail("--export-checkpoint writes the model to --onnx-export-path: give that too")
     if args.onnx_export_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.onnx_export_path))):
@@ -837,23 +875,57 @@ def parse_and_check(p, flag, argv):
     return args
 
 
+def name_and_checkpoint(flag, value, spelling):
+    """[name, absolute path] of --frozen-policy's or --self-play-pool's NAME=CHECKPOINT, or one line."""
+    name, _, path = value.partition("=")
+    if not (name and path) or name != name.strip() or path != path.strip():  # "chaser = x.pt" too
+        fail(spelling.format(flag, value))
+    if not os.path.isfile(path):
+        fail(f"{flag} {name}: no such checkpoint: {path!r}")
+    return [name, os.path.abspath(path)]
+
+
+def self_play_problem(args, argv):
+    """One line for a self-play setting that cannot work; those that need the game's names are in check_game."""
+    settings = sorted({a.split("=")[0] for a in argv if a.startswith("--self-play-")})
+    if settings and not args.self_play and not args.resume:
+        fail(f"{' '.join(settings)} {'is a setting' if len(settings) == 1 else 'are settings'} of --self-play: "
+             f"give --self-play too")
+    if args.self_play and (args.eval_checkpoint or args.export_checkpoint):
+        fail("--self-play is for training: --eval-checkpoint and --export-checkpoint play or export each policy's "
+             "own weights")
+    for name in ("save_steps", "team_change", "swap_steps", "window"):
+        if getattr(args, f"self_play_{name}") < 1:
+            fail(f"--self-play-{name.replace('_', '-')} must be 1 or more, got {getattr(args, f'self_play_{name}')}")
+    if not 0 <= args.self_play_latest <= 1:  # nan too
+        fail(f"--self-play-latest is a probability, from 0 to 1; got {args.self_play_latest}")
+    rule, _, winner = args.self_play_outcome.partition("=")
+    if not (rule == "return" and not winner or rule == "terminated" and winner):
+        fail(f"--self-play-outcome takes return or terminated=NAME (NAME: the policy a terminated episode is a win "
+             f"for), got {args.self_play_outcome!r}")
+
+
 def check_game(args, envs):
     """What the game decided, checked once it is up: each learning policy's batch (its agents x
     --num-steps) must split into minibatches, the observation keys must not clash with the ONNX model's
-    own names, and --frozen-policy must name a policy of the game that its checkpoint fits. Returns the
-    frozen policies' weights, each file read once ({name: weights}; None for a resumed run, whose
-    checkpoint holds them). The
-    layouts go into the checkpoint, for an ONNX export without a game."""
+    own names, --frozen-policy and --self-play-pool must name a policy of the game that their checkpoint
+    fits, and --self-play needs two policies that learn. Returns the frozen policies' weights ({name:
+    weights}; None for a resumed run, whose checkpoint holds them) and the pools' ({name: [(checkpoint,
+    weights)]}; none for a resumed run, whose pools are saved), each file read once. The layouts go into
+    the checkpoint, for an ONNX export without a game."""
     args.policies = {name: {"obs_layout": policy.obs_layout, "action_heads": policy.action_heads}
                      for name, policy in envs.policies.items()}
     problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
-    frozen_weights, frozen_from = {}, []
-    for name, path in args.frozen_policy.items():
+    frozen_weights, pool_weights, frozen_from = {}, {}, []
+    names = f"its agents' policy names are {', '.join(map(repr, envs.policies))}"
+    saved_ones = [("--frozen-policy", name, path) for name, path in args.frozen_policy.items()]
+    for flag, name, path in saved_ones + [("--self-play-pool", name, path) for name, path in args.self_play_pool]:
         if name not in envs.policies:
-            problems.append(f"--frozen-policy {name}: the game has no policy {name!r}; its agents' policy names are "
-                            f"{', '.join(map(repr, envs.policies))}")
+            problems.append(f"{flag} {name}: the game has no policy {name!r}; {names}")
+        elif flag == "--self-play-pool" and name in args.frozen_policy:
+            problems.append(f"--self-play-pool {name}: policy {name!r} is frozen (--frozen-policy): it has no pool")
         elif args.resume:
-            frozen_weights[name] = None
+            frozen_weights.update({name: None} if flag == "--frozen-policy" else {})
         else:
             try:  # a file that is no checkpoint, or holds no such policy: its one line, the games closed
                 checkpoint = load_checkpoint(path)
@@ -862,10 +934,17 @@ def check_game(args, envs):
                 envs.close()
                 raise
             problems.append(misfit(name, saved, envs.policies[name], path))
-            frozen_weights[name] = saved[2]
-            frozen_from.append(frozen_source(name, path, checkpoint))
+            if flag == "--frozen-policy":
+                frozen_weights[name] = saved[2]
+                frozen_from.append(f"policy {name!r} is frozen: its weights from {frozen_source(path, checkpoint)}")
+            else:
+                pool_weights.setdefault(name, []).append((path, saved[2]))
+                frozen_from.append(f"policy {name!r} has a saved opponent in its self-play pool: the weights from "
+                                   f"{frozen_source(path, checkpoint)}")
     if set(envs.policies) <= set(args.frozen_policy):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
+    if args.self_play:
+        problems.append(self_play_game_problem(args, envs, names))
     for name, policy in envs.policies.items():
         n_agents = len(policy.agents)
         batch = f"{n_agents} agents x --num-steps {args.num_steps} = {n_agents * args.num_steps}"
@@ -876,19 +955,40 @@ def check_game(args, envs):
     if problems:  # found now, not after training
         envs.close()
         fail(problems[0])
-    if frozen_from:  # where each frozen policy's weights come from
+    if frozen_from:  # where each frozen policy's and saved opponent's weights come from
         print(*frozen_from, sep="\n")
     if args.total_timesteps % args.batch_size and not args.resume:
         budget_note(args.total_timesteps, args.batch_size,
                     f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
-    return frozen_weights
+    return frozen_weights, pool_weights
 
 
-def frozen_source(name, path, checkpoint):
-    """The line that says where a frozen policy comes from: the file, the run folder and the step it was saved at."""
+def frozen_source(path, checkpoint):
+    """Where a frozen policy or a saved opponent comes from: the file, the run folder and the step it was saved at."""
     step = checkpoint.get("global_step")
-    return (f"policy {name!r} is frozen: its weights from {path} (run {os.path.basename(os.path.dirname(path))}, "
-            f"{checkpoint['script']}, " + (f"global_step={step})" if step is not None else "its step not saved)"))
+    return (f"{path} (run {os.path.basename(os.path.dirname(path))}, {checkpoint['script']}, "
+            + (f"global_step={step})" if step is not None else "its step not saved)"))
+
+
+def self_play_game_problem(args, envs, names):
+    """Why --self-play cannot run in this game, or None; and a note when the learner changes every rollout."""
+    learning = [name for name in envs.policies if name not in args.frozen_policy]
+    if len(envs.policies) == 1:
+        return f"--self-play needs a game of two or more policy names, which take turns to learn; {names}"
+    if len(learning) < 2:
+        return (f"--self-play needs two policies that learn, to take turns; --frozen-policy leaves {learning[0]!r} "
+                f"alone (leave out --self-play: it learns against the frozen ones)")
+    winner = args.self_play_outcome.partition("=")[2]
+    if winner and winner not in envs.policies:
+        return f"--self-play-outcome terminated={winner}: the game has no policy {winner!r}; {names}"
+    rollouts = {name: len(envs.policies[name].agents) * args.num_steps for name in learning}
+    shorter = [name for name in learning if args.self_play_team_change < rollouts[name]]
+    if shorter:
+        name = shorter[0]
+        print(f"{os.path.basename(__file__)}: note: --self-play-team-change {args.self_play_team_change} is shorter "
+              f"than one rollout of policy {name!r} ({len(envs.policies[name].agents)} agents x --num-steps "
+              f"{args.num_steps} = {rollouts[name]}): the learning policy changes after every rollout")
+    return None
 
 
 def budget_note(total_timesteps, batch_size, batch):
@@ -1131,7 +1231,12 @@ class Run:
             iterations_done = iteration - self.first_iteration + 1
             eta = (self.args.num_iterations - iteration) * (self.last_status - self.start_time) / iterations_done
             print(f"[{iteration}/{self.args.num_iterations}] global_step={global_step} SPS={sps} "
-                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{' (checkpoint saved)' if saving else ''}")
+                  f"time_left={int(eta) // 60}m{int(eta) % 60:02d}s{self.progress_note()}"
+                  f"{' (checkpoint saved)' if saving else ''}")
+
+    def progress_note(self):
+        """What a subclass adds to the progress line (nothing here)."""
+        return ""
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""
@@ -1165,10 +1270,12 @@ class Run:
 class GameRun(Run):
     """Run, for a game. A running game's episodes cannot be saved: a resumed run starts new ones. A
     game that dies, freezes or never connects ends the run with one line and exit 1, what was learned
-    saved. --onnx-export-path exports the policy at the end, on Ctrl-C or kill, and on a game fault."""
+    saved. --onnx-export-path exports the policy at the end, on Ctrl-C or kill, and on a game fault.
+    --self-play's state (SelfPlay) is kept with each boundary, and restored by --resume."""
 
     @contextlib.contextmanager
-    def guard(self, envs, agent, optimizer):
+    def guard(self, envs, agent, optimizer, self_play=None):
+        self.self_play = self_play
         with super().guard(envs, agent, optimizer):
             try:
                 try:
@@ -1191,6 +1298,8 @@ class GameRun(Run):
                 fail(f"exporting to {self.args.onnx_export_path} failed ({e.strerror or e}). {self.save()}")
 
     def start(self):
+        if self.self_play and self.args.resume:  # before the boundary Run.start marks
+            self.self_play.load_state(pickle.loads(self.checkpoint["resume"])["self_play"])
         try:
             started = super().start()
         except GameError as e:  # before anything was learned
@@ -1200,6 +1309,14 @@ class GameRun(Run):
             fail(str(e))
         self.keep_game_logs()
         return started
+
+    def mark_boundary(self, iteration, next_obs, next_done, global_step):
+        super().mark_boundary(iteration, next_obs, next_done, global_step)
+        if self.self_play:  # the pools, the turn, the counters, the ratings and their generator, as at this boundary
+            self.boundary["self_play"] = self.self_play.state()
+
+    def progress_note(self):
+        return self.self_play.progress_note() if self.self_play else ""
 
     def keep_game_logs(self):
         """Moves each game's own output into the run folder (a resumed run's writes there already), and
@@ -1223,6 +1340,130 @@ class GameRun(Run):
             return export_policies(self.agent, self.args.onnx_export_path)
         except OSError as e:
             return f"The ONNX export to {self.args.onnx_export_path} failed ({e.strerror or e})"
+
+
+class SelfPlay:
+    """--self-play, as Unity ML-Agents' ghost trainer does it. One policy learns at a time (the learner),
+    in the game's order of policy names, frozen ones left out; after --self-play-team-change of its
+    agent-steps the next one learns. Every --self-play-save-steps of them a snapshot of its weights goes
+    into its pool, which keeps the newest --self-play-window, beside any --self-play-pool checkpoint (kept
+    for good); each pool starts with the policy's first weights. Every other policy's agents play a
+    snapshot from its own pool (AgentPerPolicy.playing): the newest with probability --self-play-latest,
+    else one drawn uniformly from the pool, drawn again every --self-play-swap-steps of that policy's own
+    agent-steps and when its turn to learn ends. The counts are checked after each update: an interval
+    ends at the first rollout that reaches it.
+
+    Ratings: ELO (K 16, from 1200, as ML-Agents), of each policy's learning weights and of each snapshot.
+    Each episode end of a learner's agent is a game between it and the snapshots in play (their mean
+    rating), scored 1, 0.5 or 0 by --self-play-outcome; the learner gains what its opponents lose. The
+    game sends no winner, and says nothing of who plays whom: every agent of another policy counts as
+    its opponent."""
+
+    K, INITIAL_RATING = 16.0, 1200.0
+
+    def __init__(self, args, agents, pool_weights):
+        self.args, self.agents, self.policies = args, agents, agents.policies
+        self.names = [name for name in self.policies if name not in agents.frozen]  # they take turns
+        self.policy_of = {int(i): name for name, policy in self.policies.items() for i in policy.agents}
+        self.outcome, _, self.winner = args.self_play_outcome.partition("=")
+        self.rng = np.random.default_rng(args.seed)  # the draws, apart from the rest: its state is saved
+        # each policy's learning weights, and a frozen policy's, as a player: {"rating"}
+        self.players = {name: {"rating": self.INITIAL_RATING} for name in self.policies}
+        # a snapshot: a player with "weights", "source" (a step of this run, or a file), "kept" (a file's: for good)
+        self.pools = {name: [self.snapshot(weights, path, kept=True) for path, weights in pool_weights.get(name, [])]
+                      + [self.snapshot(agents[name].state_dict(), "global_step=0")] for name in self.names}
+        self.opponents = {name: copy.deepcopy(agents[name]).requires_grad_(False) for name in self.names}
+        self.learner, self.in_play = self.names[0], {}  # in_play: {name: the snapshot its agents play}
+        self.since = {"save": 0, "team_change": 0, **{name: 0 for name in self.names}}  # a name: since its last draw
+        for name in self.names[1:]:
+            self.swap(name)
+
+    def snapshot(self, weights, source, kept=False, rating=INITIAL_RATING):
+        return {"weights": {key: value.detach().clone() for key, value in weights.items()}, "rating": rating,
+                "source": source, "kept": kept}
+
+    def swap(self, name):
+        """Policy `name`'s agents play a snapshot drawn from its pool."""
+        pool = self.pools[name]
+        latest = self.rng.random() < self.args.self_play_latest
+        self.in_play[name] = pool[-1] if latest else pool[self.rng.integers(len(pool))]
+        self.opponents[name].load_state_dict(self.in_play[name]["weights"])
+        self.agents.playing[name] = self.opponents[name]
+        self.since[name] = 0
+
+    def rate(self, agent, episodic_return, terminated):
+        """An episode of `agent` ended: if it is the learner's, it and the snapshots in play trade rating."""
+        name = self.policy_of[agent]
+        if name != self.learner:
+            return
+        if self.outcome == "return":
+            score = 1.0 if episodic_return > 0 else 0.5 if episodic_return == 0 else 0.0
+        else:  # a terminated episode is the winner's; a time-out the others'
+            score = 1.0 if bool(terminated) == (name == self.winner) else 0.0
+        opponents = [self.in_play.get(other, self.players[other]) for other in self.policies if other != name]
+        opponent_rating = np.mean([opponent["rating"] for opponent in opponents])
+        expected = 1.0 / (1.0 + 10 ** ((opponent_rating - self.players[name]["rating"]) / 400))
+        change = self.K * (score - expected)
+        self.players[name]["rating"] += change
+        for opponent in opponents:
+            opponent["rating"] -= change / len(opponents)
+
+    def end_iteration(self, global_step, writer):
+        """After an update: a snapshot of the learner, the next learner, a new draw for each other policy, as
+        their intervals end; then each policy's rating and turn logged."""
+        args, learner = self.args, self.learner
+        learned = len(self.policies[learner].agents) * args.num_steps
+        self.since["save"] += learned
+        self.since["team_change"] += learned
+        if self.since["save"] >= args.self_play_save_steps:
+            pool = self.pools[learner]
+            pool.append(self.snapshot(self.agents[learner].state_dict(), f"global_step={global_step}",
+                                      rating=self.players[learner]["rating"]))
+            if sum(not snapshot["kept"] for snapshot in pool) > args.self_play_window:
+                del pool[next(i for i, snapshot in enumerate(pool) if not snapshot["kept"])]  # the oldest
+            self.since["save"] = 0
+        for name in self.names:
+            if name != learner:
+                self.since[name] += len(self.policies[name].agents) * args.num_steps
+        if self.since["team_change"] >= args.self_play_team_change:
+            self.learner = self.names[(self.names.index(learner) + 1) % len(self.names)]
+            del self.agents.playing[self.learner], self.in_play[self.learner]  # its own weights again, and it learns
+            self.swap(learner)
+            self.since["team_change"] = self.since["save"] = 0
+        for name in self.names:
+            if name != self.learner and self.since[name] >= args.self_play_swap_steps:
+                self.swap(name)
+        for name, player in self.players.items():
+            writer.add_scalar(f"self_play/elo/{name}", player["rating"], global_step)
+            writer.add_scalar(f"self_play/learning/{name}", float(name == self.learner), global_step)
+
+    def progress_note(self):
+        ratings = " ".join(f"{name}={player['rating']:.0f}" for name, player in self.players.items())
+        return f" learning={self.learner} elo: {ratings}"
+
+    def state(self):
+        """What --resume needs, as it is now. A copy of each player (its rating), whose weights are shared:
+        a snapshot's never change once taken."""
+        pools = {name: [dict(snapshot) for snapshot in pool] for name, pool in self.pools.items()}
+        in_play = {}  # the snapshot's place in its pool, or itself once the window has dropped it
+        for name, snapshot in self.in_play.items():
+            at = [i for i, pooled in enumerate(self.pools[name]) if pooled is snapshot]
+            in_play[name] = at[0] if at else dict(snapshot)
+        return {"learner": self.learner, "since": dict(self.since), "pools": pools, "in_play": in_play,
+                "players": {name: dict(player) for name, player in self.players.items()},
+                "rng": copy.deepcopy(self.rng.bit_generator.state)}
+
+    def load_state(self, state):
+        self.learner, self.since = state["learner"], dict(state["since"])
+        self.players = {name: dict(player) for name, player in state["players"].items()}
+        self.pools = {name: [dict(snapshot) for snapshot in pool] for name, pool in state["pools"].items()}
+        self.rng.bit_generator.state = state["rng"]
+        self.agents.playing.clear()
+        self.in_play = {}
+        for name, snapshot in state["in_play"].items():
+            self.in_play[name] = self.pools[name][snapshot] if isinstance(snapshot, int) else dict(snapshot)
+            self.opponents[name].load_state_dict(self.in_play[name]["weights"])
+            self.agents.playing[name] = self.opponents[name]
 
 
 def resumes_to(resume):

@@ -117,11 +117,13 @@ MULTI_POLICY = {
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "the siblings' NormalizeReward",
         "playing")},
     "collect_rollout": {"an episode's tags and its printed line end in its agent's policy name": (
-        "tag", "charts/episodic_", "global_step={global_step}, episodic_return")},
+        "tag", "charts/episodic_", "global_step={global_step}, episodic_return"),
+                        "--self-play rates each episode end": ("self_play", "def collect_rollout(")},
     "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
-                  "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration")},
+                  "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration"),
+              "--self-play: who learns, and which snapshots play": ("self_play", "Self-play")},
     "evaluate": {"each policy's returns, and the line of each episode names its policy; the checkpoint's kind is "
                  "checked by load_policies": ("polic", "returns", "agent", "pi(.|s)", "short ones", "load_checkpoint")},
     "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
@@ -129,16 +131,22 @@ MULTI_POLICY = {
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
                        "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout",
                        "args.resume", "else:", "load_checkpoint",
-                       "checkpoint holds them", "SystemExit", "raise", "envs.close()")},
+                       "checkpoint holds them", "SystemExit", "raise", "envs.close()"),
+                   "--self-play-pool's names and files are checked as --frozen-policy's, and --self-play's game": (
+                       "self_play", "self-play", "pool", "export without a game")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
                                                           "saved_layout", "--frozen-policy", "ppo_godot.py",
-                                                          "partition", "name and path",
-                                                          "isfile", "from their checkpoint")},
+                                                          "name_and_checkpoint", "from their checkpoint"),
+                        "--self-play and its settings, checked": ("self-play", "self_play", "ML-Agents", "save_steps", "swap_steps",
+                                                                  "snapshot", "spelling", "return", "opponents'")},
     "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
     "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
                         "it once trained": ('checkpoint["script"]', "ppo_godot.py's too")},
-    "GameRun": {"a model per policy": ("export_",)},
+    "GameRun": {"a model per policy": ("export_",),
+                "--self-play's state goes into each boundary and comes back on --resume; its ratings into the "
+                "progress line": ("self_play", "self-play", "on a game fault.", "def guard(", "mark_boundary",
+                                  "progress_note")},
     "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "obs_layout", "agents_of",
                                                                         "obs_rows[")},
     "check_observations": {"each agent's keys are its policy's": ("polic", "obs_layout", "agents_of")},
@@ -168,6 +176,10 @@ ONLY_IN_MULTI_POLICY = {
     "load_policies": "every policy's weights from a checkpoint",
     "onnx_path": "a file per policy",
     "export_policies": "a file per policy",
+    "name_and_checkpoint": "--frozen-policy's and --self-play-pool's NAME=CHECKPOINT",
+    "self_play_problem": "a self-play setting that cannot work",
+    "self_play_game_problem": "a game where --self-play cannot work",
+    "SelfPlay": "--self-play's pools, schedule and ratings",
 }
 
 

@@ -1,0 +1,251 @@
+"""Does self-play make opposing policies learn where learning together fails? The Chase game's tag mode
+(godot/chase/tag.gd): ppo_godot_multi_policy.py trains the chaser and the runner with --self-play, and
+without it (together), on the same budgets and seeds; beside them, each side trained alone against the
+game's script. No script is in sight while the two-policy runs train.
+
+    python benchmarks/chase_tag_self_play.py --seeds 3 --total-timesteps 1000000 --jobs 2
+
+After training, every policy plays its greedy action (what the plugin's ONNX inference plays) in a
+cross-play table: chasers {self-play, trained against the script, trained together, untrained, the
+game's script} x runners {the same five}, each cell the share of episodes that end in a catch and the
+mean episode length (a time-out ends one at 100 steps), over --eval-steps steps of 8 pairs for each
+seed (seed s's chaser against seed s's runner; "untrained" is a new network of seed s). A cell with
+one scripted side is played by the game's own script (--scripted); the one with two by their Python
+copies (benchmarks/chase_tag_baselines.py).
+
+The margins, written before this was run (from benchmarks/results/chase_tag_learning.md and
+chase_tag_baselines.md): with self-play, on every seed, the chaser catches the game's scripted runner
+in at least 25% of episodes (trained together at 300k: 0-6%; untrained: 0%), and the runner lasts at
+least 70 steps on average against the scripted chaser (untrained: 53.7).
+
+Writes benchmarks/results/chase_tag_self_play.md and benchmarks/figures/chase_tag_self_play.png (each
+policy's return and ELO rating over training, mean and min-max band over seeds). --workdir keeps the
+runs: a second call with the same folder plays and plots them without training again.
+"""
+import argparse
+import concurrent.futures
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from chase_tag_baselines import fleeing_runner, heading_chaser, play
+from chase_tag_learning import greedy
+from common import REPO, draw_seeds, read_run, write_table
+
+sys.path.insert(0, str(REPO))
+import ppo_godot  # noqa: E402
+import ppo_godot_multi_policy  # noqa: E402
+
+GAMES = REPO / "godot" / "chase"
+SELF_PLAY = ["--self-play", "--self-play-outcome", "terminated=chaser"]  # every other setting: ML-Agents' default
+# (how trained, the game, the policies the run trains, flags)
+TRAININGS = [("self-play", "chase_tag", ["chaser", "runner"], SELF_PLAY),
+             ("together", "chase_tag", ["chaser", "runner"], []),
+             ("against the script", "chase_tag_scripted_runner", ["chaser"], []),
+             ("against the script", "chase_tag_scripted_chaser", ["runner"], [])]
+KINDS = ["self-play", "against the script", "together", "untrained", "the game's script"]
+CHASER_MARGIN, RUNNER_MARGIN = 0.25, 70.0
+WINDOW = 100  # episodes in a running mean
+FIGURE = REPO / "benchmarks" / "figures" / "chase_tag_self_play.png"
+
+
+def train(how, game, flags, seed, port, args, workdir):
+    """Trains on the game (or finds the run a former call made); returns the run's folder."""
+    folder = Path(workdir) / f"{how.replace(' ', '_')}_{game}_{seed}"
+    done = list(folder.glob("runs/*/ppo_godot_multi_policy.pt"))
+    if done and torch.load(done[0], weights_only=True)["global_step"] >= args.total_timesteps - 2048:
+        return done[0].parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "train.log", "w") as log:
+        subprocess.run([sys.executable, str(REPO / "ppo_godot_multi_policy.py"),
+                        "--env-path", str(GAMES / f"{game}.x86_64"), "--seed", str(seed), "--port", str(port),
+                        "--total-timesteps", str(args.total_timesteps), *flags, *shlex.split(args.ppo_args)],
+                       cwd=folder, check=True, stdout=log, stderr=subprocess.STDOUT)
+    return next(folder.glob("runs/*"))
+
+
+def untrained(name, seed):
+    """A new network's greedy action for `name`, seeded."""
+    layouts = {"chaser": ([("obs", (4,))], [("move", "discrete", 5)]),
+               "runner": ([("obs", (5,))], [("move", "continuous", 2)])}
+    torch.manual_seed(seed)
+    agent = ppo_godot_multi_policy.Agent(*layouts[name])
+
+    def policy(obs, rng):
+        with torch.inference_mode():
+            rows = agent.get_greedy_action(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+        return [ppo_godot_multi_policy.to_game_action(row, layouts[name][1]) for row in rows]
+
+    return policy
+
+
+def play_pair(chaser, runner, port, steps, seed):
+    """(mean episode length, share of episodes that ended in a catch, episodes) of 8 chaser-runner pairs of
+    chase_tag, each side played from Python; a pair's episode counted once (its chaser's)."""
+    proc = subprocess.Popen([str(GAMES / "chase_tag.x86_64"), f"--port={port}", f"--env_seed={seed}",
+                             "--fixed-fps", "60"], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    game = ppo_godot.GuardedGodotEnv(port, proc, 30)
+    try:
+        game._send_as_json({"type": "reset"})
+        reply = ppo_godot.await_reply(game, 10)
+        rng = np.random.default_rng(seed)
+        lengths, caught, length = [], 0, np.zeros(len(reply["obs"]))
+        for _ in range(steps):
+            obs = [agent["obs"] for agent in reply["obs"]]  # chaser 0, its runner 1, chaser 2, ...
+            chasers, runners = chaser(np.array(obs[0::2]), rng), runner(np.array(obs[1::2]), rng)
+            game._send_as_json({"type": "action", "action": [a for pair in zip(chasers, runners) for a in pair]})
+            reply = ppo_godot.await_reply(game, 10)
+            for i in range(0, len(reply["done"]), 2):
+                if reply["info"][i]["autoreset"]:  # a step that only reset the pair
+                    continue
+                length[i] += 1
+                if reply["done"][i]:
+                    lengths.append(length[i])
+                    length[i] = 0
+                    caught += not reply["info"][i]["truncated"]
+    finally:
+        game._send_as_json({"type": "close"})
+        proc.wait(timeout=10)
+    return float(np.mean(lengths)), caught / len(lengths), len(lengths)
+
+
+def match(chaser, runner, port, steps, seed):
+    """One cell's game for one seed: a side that is None is the game's script."""
+    if chaser is None and runner is None:
+        return play_pair(heading_chaser, fleeing_runner, port, steps, seed)
+    if chaser is None:
+        return play("chaser", runner, port, steps, seed)
+    if runner is None:
+        return play("runner", chaser, port, steps, seed)
+    return play_pair(chaser, runner, port, steps, seed)
+
+
+def contestant(kind, name, seed, runs):
+    if kind == "the game's script":
+        return None
+    if kind == "untrained":
+        return untrained(name, seed)
+    return greedy(runs[(kind, name, seed)] / "ppo_godot_multi_policy.pt", name)
+
+
+def curves_of(run_dir, name):
+    """{"return": (agent-steps, values), "elo": ...} of one policy of a two-policy run."""
+    acc = read_run(run_dir)
+    tags = {"return": f"charts/episodic_return/{name}", "elo": f"self_play/elo/{name}"}
+    return {measure: (np.array([e.step for e in acc.Scalars(tag)]), np.array([e.value for e in acc.Scalars(tag)]))
+            for measure, tag in tags.items() if tag in acc.Tags()["scalars"]}
+
+
+def plot(curves, command, out):
+    """Top: each policy's episodic return, with self-play and together; bottom: its ELO rating (self-play)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10.4, 6.8), sharex=True)
+    for column, name in enumerate(("chaser", "runner")):
+        ax = axes[0, column]
+        for how in ("self-play", "together"):
+            draw_seeds(ax, how, [run["return"] for run in curves[(how, name)]], WINDOW)
+        ax.axhline(0, color="gray", linewidth=0.8)
+        ax.set_title(f"the {name}: return against its opponent of the moment\n(self-play: a snapshot of the "
+                     f"other side; together: the other side, learning)", fontsize=9)
+        ax.set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)", fontsize=9)
+        ax = axes[1, column]
+        draw_seeds(ax, "self-play", [run["elo"] for run in curves[("self-play", name)]], 1)
+        ax.axhline(1200, color="gray", linestyle="--", linewidth=0.8, label="initial rating, 1200")
+        ax.set_title(f"the {name}: ELO rating (K 16), from each episode it played while learning", fontsize=9)
+        ax.set_ylabel("ELO rating", fontsize=9)
+        ax.set_xlabel("agent-steps of the run (all its agents)")
+        for ax in axes[:, column]:
+            ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.suptitle("Chase tag mode, chaser and runner learning in one game: with --self-play and without it "
+                 "(together)\nline: mean over seeds; band: min-max over seeds; together has no snapshots, "
+                 "so no rating", fontsize=9)
+    fig.text(0.01, 0.01, command, fontsize=7, color="gray")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    print(f"figure: {out}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--total-timesteps", type=int, default=1000000, help="agent-steps of each run, all agents")
+    p.add_argument("--eval-steps", type=int, default=2000, help="actions of each match after training, 8 pairs")
+    p.add_argument("--ppo-args", default="", help="more flags for ppo_godot_multi_policy.py, quoted")
+    p.add_argument("--jobs", type=int, default=1, help="trainings at once (each a game and a trainer)")
+    p.add_argument("--port", type=int, default=12858)
+    p.add_argument("--workdir", default=None, help="keep the runs here (default: a temporary folder)")
+    args = p.parse_args()
+    command = "python benchmarks/chase_tag_self_play.py " + " ".join(sys.argv[1:])
+    started = time.time()
+    with tempfile.TemporaryDirectory() as temporary:
+        workdir = args.workdir or temporary
+        jobs = [(how, game, names, flags, seed) for seed in range(1, args.seeds + 1)
+                for how, game, names, flags in TRAININGS]
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:  # each training on ports of its own
+            folders = list(pool.map(lambda i: train(*jobs[i][:2], jobs[i][3], jobs[i][4], args.port + 10 * (i + 1),
+                                                    args, workdir), range(len(jobs))))
+        runs, curves = {}, {}
+        for (how, game, names, flags, seed), folder in zip(jobs, folders):
+            for name in names:
+                runs[(how, name, seed)] = folder
+                if len(names) == 2:
+                    curves.setdefault((how, name), []).append(curves_of(folder, name))
+        trained_minutes = (time.time() - started) / 60
+        seeds = range(1, args.seeds + 1)
+        cells = {}
+        for chaser_kind in KINDS:
+            for runner_kind in KINDS:
+                results = [match(contestant(chaser_kind, "chaser", seed, runs),
+                                 contestant(runner_kind, "runner", seed, runs), args.port, args.eval_steps, 100 + seed)
+                           for seed in seeds]
+                cells[(chaser_kind, runner_kind)] = results
+                print(chaser_kind, "x", runner_kind, results, flush=True)
+    caught = {kinds: [c for _, c, _ in results] for kinds, results in cells.items()}
+    length = {kinds: [n for n, _, _ in results] for kinds, results in cells.items()}
+    lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}; training {trained_minutes:.0f} minutes, "
+             f"{args.jobs} at a time on 2 cores). Every policy plays its greedy action; each cell: {args.eval_steps} "
+             f"steps of 8 pairs for each of {args.seeds} seeds (seed s against seed s). Margins set before "
+             f"measuring: with self-play, the chaser catches the scripted runner in >= {CHASER_MARGIN:.0%} of "
+             f"episodes and the runner lasts >= {RUNNER_MARGIN:.0f} steps against the scripted chaser, on every seed.",
+             "", "## The margins, seed by seed (against the game's script)", "",
+             "| trained | chaser: caught, scripted runner | runner: mean length, scripted chaser | margins met |",
+             "|---|---|---|---|"]
+    for how in ("self-play", "together", "against the script"):
+        for i, seed in enumerate(seeds):
+            c, n = caught[(how, "the game's script")][i], length[("the game's script", how)][i]
+            met = c >= CHASER_MARGIN and n >= RUNNER_MARGIN
+            lines.append(f"| {how}, seed {seed} | {c:.0%} | {n:.1f} | {'both' if met else 'no'} |")
+    lines += ["", "## Cross-play: chasers (rows) x runners (columns), caught / mean episode length, mean over seeds",
+              "", "| chaser \\ runner | " + " | ".join(KINDS) + " |", "|---" * (len(KINDS) + 1) + "|"]
+    for chaser_kind in KINDS:
+        lines.append(f"| {chaser_kind} | " + " | ".join(
+            f"{np.mean(caught[(chaser_kind, r)]):.0%} / {np.mean(length[(chaser_kind, r)]):.1f}" for r in KINDS) + " |")
+    learned = ["self-play", "against the script", "together"]
+    lines += ["", "Against the trained opponents each never met (the other two ways of training), means over cells:"]
+    for how in learned:
+        others = [kind for kind in learned if kind != how]
+        as_chaser = np.mean([np.mean(caught[(how, runner)]) for runner in others])
+        as_runner = np.mean([np.mean(length[(chaser, how)]) for chaser in others])
+        lines.append(f"- {how}: its chaser catches {as_chaser:.0%} of the episodes against the runners trained "
+                     f"{' and '.join(others)}; its runner lasts {as_runner:.1f} steps against their chasers.")
+    write_table("chase_tag_self_play", lines)
+    plot(curves, command, FIGURE)
+
+
+if __name__ == "__main__":
+    main()

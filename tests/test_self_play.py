@@ -1,0 +1,356 @@
+"""ppo_godot_multi_policy.py --self-play: one policy learns at a time while the others play snapshots of
+their past weights drawn from a pool, with an ELO rating per policy. The schedule and the ratings on
+their own; an exact resume on a stand-in game of two policies in this process (a game whose episodes
+line up with the rollouts, so that a resumed run's new episodes are the ones it would have played);
+the real tag game for the console, the logs, a saved opponent and each bad input's one line."""
+import argparse
+import os
+import pickle
+import signal
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import ppo_godot_multi_policy as multi
+from conftest import (assert_one_line_error, free_port, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs,
+                      run_script)
+from test_ppo_godot_multi_policy import (TAG, VS_SCRIPTED_RUNNER, game_argv, runner_only,  # noqa: F401 (fixtures)
+                                         tag_run)
+
+SCRIPT = "ppo_godot_multi_policy.py"
+
+
+def policies(**agents):
+    """{name: policy} as read_policies makes them: each observes 2 floats and takes a discrete action of 2."""
+    return {name: argparse.Namespace(name=name, obs_layout=[("obs", (2,))], obs_keys=["obs"],
+                                     action_heads=[("move", "discrete", 2)], agents=np.array(indices), width=2,
+                                     columns=1, padding=[], tag=f"/{name}") for name, indices in agents.items()}
+
+
+def settings(**given):
+    """The self-play flags, ML-Agents' defaults unless given, as parse_args returns them."""
+    args = multi.parse_args(["--self-play"] + [f"--{k.replace('_', '-')}={v}" for k, v in given.items()])
+    args.num_steps = given.get("num_steps", 16)
+    return args
+
+
+class Writer:
+    def __init__(self):
+        self.scalars = {}
+
+    def add_scalar(self, tag, value, step):
+        self.scalars.setdefault(tag, []).append((step, value))
+
+
+def self_play(frozen=None, pool_weights=None, **given):
+    """A SelfPlay over policies left (agents 0, 1) and right (agents 2, 3), and its AgentPerPolicy."""
+    torch.manual_seed(0)
+    agents = multi.AgentPerPolicy(policies(left=[0, 1], right=[2, 3], **({"fixed": [4]} if frozen else {})),
+                                  frozen)
+    return multi.SelfPlay(settings(**given), agents, pool_weights or {}), agents
+
+
+def weights_of(module):
+    return torch.cat([value.flatten() for value in module.state_dict().values()])
+
+
+def test_one_policy_learns_at_a_time_while_the_others_play_snapshots_drawn_from_their_pool():
+    # a rollout: 2 agents x 16 steps = 32 agent-steps of each policy
+    sp, agents = self_play(self_play_save_steps=64, self_play_team_change=128, self_play_swap_steps=32,
+                           self_play_window=3, self_play_latest=1.0)
+    writer, learners = Writer(), []
+    assert sp.learner == "left" and set(agents.playing) == {"right"}  # right plays its first weights
+    assert torch.equal(weights_of(agents.playing["right"]), weights_of(agents["right"]))
+    for iteration in range(1, 17):
+        with torch.no_grad():  # the learner's update
+            for parameter in agents[sp.learner].parameters():
+                parameter.add_(0.01 * iteration)
+        sp.end_iteration(32 * iteration, writer)
+        learners.append(sp.learner)
+        waiting = "right" if sp.learner == "left" else "left"
+        assert set(agents.playing) == {waiting} and sp.learner not in sp.in_play
+        # --self-play-latest 1: the newest snapshot of its pool, whose weights it plays, not its own
+        assert sp.in_play[waiting] is sp.pools[waiting][-1]
+        assert torch.equal(weights_of(agents.playing[waiting]),
+                           torch.cat([v.flatten() for v in sp.pools[waiting][-1]["weights"].values()]))
+    # team change every 128 of the learner's agent-steps: 4 rollouts each
+    assert learners == ["left"] * 3 + ["right"] * 4 + ["left"] * 4 + ["right"] * 4 + ["left"]
+    # a snapshot every 64 of them: the first weights, then 2 a turn, the window keeping the newest 3
+    assert [s["source"] for s in sp.pools["left"]] == ["global_step=128", "global_step=320", "global_step=384"]
+    assert [s["source"] for s in sp.pools["right"]] == ["global_step=256", "global_step=448", "global_step=512"]
+    assert [value for _, value in writer.scalars["self_play/learning/left"]] == [
+        float(name == "left") for name in learners]
+    # the policies' own weights never became a snapshot's: each learner kept its own
+    assert not torch.equal(weights_of(agents["left"]), weights_of(agents.playing["right"]))
+
+
+def test_a_draw_takes_the_newest_with_the_latest_probability_else_any_of_the_pool():
+    sp, _ = self_play(self_play_save_steps=10 ** 6, self_play_team_change=10 ** 6, self_play_swap_steps=1,
+                      self_play_latest=0.25)
+    for i in range(3):  # right's pool: 4 snapshots
+        sp.pools["right"].append(sp.snapshot(sp.agents["right"].state_dict(), f"extra {i}"))
+    counts = np.zeros(4)
+    for iteration in range(1, 4001):  # a draw after every rollout
+        sp.end_iteration(32 * iteration, Writer())
+        counts[next(i for i, s in enumerate(sp.pools["right"]) if s is sp.in_play["right"])] += 1
+    # the newest: 0.25 + 0.75 / 4; each other one: 0.75 / 4
+    np.testing.assert_allclose(counts / counts.sum(), [0.1875, 0.1875, 0.1875, 0.4375], atol=0.03)
+
+
+def test_a_saved_opponent_stays_in_the_pool_beside_the_window():
+    saved = {key: torch.zeros_like(value) for key, value in multi.Agent([("obs", (2,))], [("move", "discrete", 2)])
+             .state_dict().items()}
+    sp, _ = self_play(pool_weights={"left": [("/runs/old/ppo_godot_multi_policy.pt", saved)]},
+                      self_play_save_steps=32, self_play_window=2, self_play_team_change=32 * 10)
+    for iteration in range(1, 10):  # left learns: a snapshot after each rollout
+        sp.end_iteration(32 * iteration, Writer())
+    sources = [s["source"] for s in sp.pools["left"]]
+    assert sources[0] == "/runs/old/ppo_godot_multi_policy.pt" and len(sources) == 3  # the file, then the window's 2
+    kept = sp.pools["left"][0]
+    assert kept["kept"] and all(torch.equal(value, saved[key]) for key, value in kept["weights"].items())
+
+
+@pytest.mark.parametrize("outcome, learner, episodic_return, terminated, score", [
+    ("return", "left", 2.0, True, 1.0), ("return", "left", 0.0, True, 0.5), ("return", "left", -0.5, False, 0.0),
+    ("terminated=left", "left", -3.0, True, 1.0), ("terminated=left", "left", 3.0, False, 0.0),
+    ("terminated=left", "right", 3.0, True, 0.0), ("terminated=left", "right", -3.0, False, 1.0),
+])
+def test_each_episode_end_of_a_learner_moves_its_rating_and_its_opponent_s_by_elo(outcome, learner, episodic_return,
+                                                                                  terminated, score):
+    sp, _ = self_play(self_play_outcome=outcome)
+    if learner == "right":  # the next turn: left's agents play its snapshot
+        sp.learner = "right"
+        del sp.agents.playing["right"], sp.in_play["right"]
+        sp.swap("left")
+    opponent = sp.in_play["right" if learner == "left" else "left"]
+    sp.players[learner]["rating"], opponent["rating"] = 1200.0, 1400.0
+    agent = 0 if learner == "left" else 2
+    sp.rate(agent, episodic_return, terminated)
+    expected = 1 / (1 + 10 ** (200 / 400))  # 0.24: a 200-point weaker player
+    change = 16 * (score - expected)
+    assert sp.players[learner]["rating"] == pytest.approx(1200 + change)
+    assert opponent["rating"] == pytest.approx(1400 - change)  # zero-sum
+    sp.rate(agent + 1 if learner == "left" else 0, 5.0, True)  # not the learner's agent (left's, a snapshot's)
+    if learner == "right":
+        assert sp.players[learner]["rating"] == pytest.approx(1200 + change)
+
+
+def test_a_frozen_policy_is_an_opponent_with_a_rating_of_its_own():
+    sp, _ = self_play(frozen={"fixed": None})
+    assert sp.names == ["left", "right"] and "fixed" not in sp.pools
+    sp.rate(0, 1.0, True)  # left wins against right's snapshot and the frozen policy: each loses half
+    assert sp.players["left"]["rating"] == pytest.approx(1208)
+    assert sp.in_play["right"]["rating"] == pytest.approx(1196) and sp.players["fixed"]["rating"] == pytest.approx(1196)
+
+
+# ------------------------------------------------------------------------------------------------
+# An exact resume, on a stand-in game of two policies
+# ------------------------------------------------------------------------------------------------
+LENGTH = 16  # steps of every episode, and of every rollout (--num-steps)
+
+
+class Duel:
+    """The games' vector env of ppo_godot_multi_policy.py, for two policies: agents 0, 1 are "left", 2, 3
+    "right", and agent i plays agent i + 2. Each observes [its episode's share done, its opponent's last
+    action]; left gets +1 when the two actions are equal, right when they differ, -1 otherwise. Every
+    episode lasts LENGTH steps and is reset on the spot, as the plugin does, so episodes end with rollouts
+    and a resumed run's new episodes are those a run never stopped plays. stop_at: the step (counted
+    from the first) at which the run is stopped, by `how` (a SIGINT, or SystemExit as a hard kill
+    leaves a run: no save)."""
+    stop_at, how, steps = None, None, 0
+
+    def __init__(self):
+        self.policies = policies(left=[0, 1], right=[2, 3])
+        self.agent_policy = [self.policies["left"]] * 2 + [self.policies["right"]] * 2
+        self.num_envs, self.games = 4, []
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+
+    def observations(self):
+        opponent_action = np.concatenate([self.actions[2:], self.actions[:2]])
+        return np.stack([np.full(4, self.t / LENGTH), opponent_action], axis=1).astype(np.float32)
+
+    def reset(self, seed=None):
+        self.t, self.actions, self.returns = 0, np.zeros(4), np.zeros(4)
+        return self.observations(), {}
+
+    def step(self, actions):
+        Duel.steps += 1
+        if Duel.steps == Duel.stop_at:
+            if Duel.how == "kill":
+                raise SystemExit(137)
+            os.kill(os.getpid(), signal.SIGINT)
+        self.actions, self.t = actions[:, 0].astype(float), self.t + 1
+        same = np.where(self.actions[:2] == self.actions[2:], 1.0, -1.0)
+        reward = np.concatenate([same, -same]).astype(np.float32)
+        self.returns += reward
+        done = np.full(4, self.t == LENGTH)
+        infos = {"autoreset": np.zeros(4, bool)}
+        if done.any():
+            infos.update({"episode": {"r": self.returns.copy(), "l": np.full(4, LENGTH)}, "_episode": done})
+            self.reset()
+        return self.observations(), reward, done, np.zeros(4, bool), infos
+
+    def close(self):
+        pass
+
+
+DUEL_FLAGS = ["--num-steps", str(LENGTH), "--total-timesteps", str(10 * 4 * LENGTH), "--num-minibatches", "2",
+              "--self-play", "--self-play-save-steps", "32", "--self-play-team-change", "96",
+              "--self-play-swap-steps", "64", "--self-play-window", "2", "--self-play-latest", "0.5"]
+
+
+def train_duel(folder, argv, monkeypatch):
+    """Trains on Duel in `folder`; the exit code when the run stops itself, else None."""
+    folder.mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(multi, "make_envs", lambda args: multi.NormalizeReward(Duel(), args.gamma))
+    Duel.steps = 0
+    try:
+        multi.train(multi.parse_args(argv))
+    except SystemExit as stop:
+        return stop.code
+    return None
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill"])
+def test_a_self_play_run_stopped_and_resumed_logs_what_one_never_stopped_logs(how, tmp_path, monkeypatch):
+    Duel.stop_at = None
+    assert train_duel(tmp_path / "reference", DUEL_FLAGS, monkeypatch) is None
+    # in the 6th rollout: Ctrl-C stops after it, a kill (no save) leaves the checkpoint of the 5th
+    Duel.stop_at, Duel.how = 5 * LENGTH + 7, how
+    assert train_duel(tmp_path / "stopped", DUEL_FLAGS + ["--checkpoint-minutes", "0"], monkeypatch) == (
+        130 if how == "ctrl-c" else 137)
+    Duel.stop_at = None
+    (run_dir,) = run_dirs(tmp_path / "stopped")
+    saved = pickle.loads(torch.load(run_dir / "ppo_godot_multi_policy.pt")["resume"])
+    iterations = 6 if how == "ctrl-c" else 5
+    assert saved["global_step"] == iterations * 4 * LENGTH
+    assert saved["self_play"]["learner"] == ("left" if how == "ctrl-c" else "right")
+    time.sleep(1.0 - time.time() % 1.0 + 0.05)  # a new event file name: TensorBoard's names go by the second
+    assert train_duel(tmp_path / "stopped", ["--resume", str(run_dir / "ppo_godot_multi_policy.pt")],
+                      monkeypatch) is None
+
+    reference, resumed = read_scalars(run_dirs(tmp_path / "reference")[0]), read_scalars(run_dir)
+    assert reference.keys() == resumed.keys()
+    for tag in ("self_play/elo/left", "self_play/elo/right", "self_play/learning/left", "losses/value_loss/right"):
+        assert tag in reference
+    assert [value for _, value in reference["self_play/learning/left"]] == [1, 1, 0, 0, 0, 1, 1, 1, 0, 0]
+    assert len({value for _, value in reference["self_play/elo/left"]}) > 2  # the ratings moved
+    for tag in reference:
+        if tag != "charts/SPS":  # wall-clock
+            assert resumed[tag] == reference[tag], tag  # same steps, same values, nothing twice
+    assert read_text_tags(run_dir).count("hyperparameters/text_summary") == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# The real tag game
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def self_play_run(tmp_path_factory, tag_run):
+    """A self-play run on the tag game, the runner's pool holding the tag run's runner as well: 8 iterations
+    of 256 steps (128 of each policy), the learner changing every 2."""
+    needs_godot()
+    folder = tmp_path_factory.mktemp("self_play")
+    proc = run_script(SCRIPT, *game_argv(TAG, free_port(), "--total-timesteps", "2048", "--self-play",
+                                         "--self-play-outcome", "terminated=chaser", "--self-play-save-steps", "128",
+                                         "--self-play-team-change", "256", "--self-play-swap-steps", "128",
+                                         "--self-play-pool", f"runner={tag_run[0]}", "--checkpoint-minutes", "0",
+                                         "--onnx-export-path", str(folder / "tag.onnx")), cwd=folder)
+    return run_dirs(folder)[0], proc.stdout, folder
+
+
+def test_a_self_play_run_shows_who_learns_and_the_ratings_and_saves_its_pools(self_play_run, tag_run):
+    run_dir, stdout, folder = self_play_run
+    saved_at = torch.load(tag_run[0], weights_only=True)["global_step"]
+    assert (f"policy 'runner' has a saved opponent in its self-play pool: the weights from {tag_run[0]} (run "
+            f"{tag_run[0].parent.name}, ppo_godot_multi_policy.py, global_step={saved_at})") in stdout.splitlines()
+    progress = [line for line in stdout.splitlines() if line.startswith("[")]
+    assert len(progress) == 8
+    learning = [line.split(" learning=")[1].split()[0] for line in progress]
+    assert learning == ["chaser", "runner", "runner", "chaser", "chaser", "runner", "runner", "chaser"]
+    assert all(" elo: chaser=" in line and " runner=" in line for line in progress)
+    scalars = read_scalars(run_dir)
+    for name in ("chaser", "runner"):
+        assert len(scalars[f"self_play/elo/{name}"]) == 8
+        # each policy learns only in its turns: 4 updates each
+        assert len(scalars[f"losses/value_loss/{name}"]) == 4
+        assert len(scalars[f"charts/episodic_return/{name}"]) >= 8  # each of its 8 agents ended one, learning or not
+    state = pickle.loads(torch.load(run_dir / "ppo_godot_multi_policy.pt")["resume"])["self_play"]
+    assert state["pools"]["runner"][0]["source"] == str(tag_run[0]) and state["pools"]["runner"][0]["kept"]
+    assert [s["source"] for s in state["pools"]["chaser"]] == [
+        "global_step=0", "global_step=256", "global_step=512", "global_step=1280", "global_step=1536"]
+    # what is exported is each policy's own weights, never a snapshot's
+    assert sorted(p.name for p in folder.glob("*.onnx")) == ["tag_chaser.onnx", "tag_runner.onnx"]
+
+
+def test_evaluation_lines_give_each_episode_s_length_and_how_it_ended(tag_run, tmp_path, port):
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--eval-checkpoint", str(tag_run[0]), "--eval-episodes", "8"),
+                      cwd=tmp_path)
+    lines = [line for line in proc.stdout.splitlines() if " eval_episode=" in line]
+    assert len(lines) == 32  # 8 of each policy, greedy then sampled
+    for line in lines:
+        length, ended = line.split("episodic_length=")[1].split()
+        assert 1 <= int(length) <= 100 and ended in ("(terminated)", "(time-out)"), line
+        assert ended == "(time-out)" or int(length) < 100  # a catch ends it before the time-out's 100 steps
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--self-play-window", "0"], "--self-play-window must be 1 or more, got 0"),
+    (["--self-play-save-steps", "0"], "--self-play-save-steps must be 1 or more, got 0"),
+    (["--self-play-team-change", "-5"], "--self-play-team-change must be 1 or more, got -5"),
+    (["--self-play-swap-steps", "0"], "--self-play-swap-steps must be 1 or more, got 0"),
+    (["--self-play-latest", "1.5"], "--self-play-latest is a probability, from 0 to 1; got 1.5"),
+    (["--self-play-latest", "nan"], "--self-play-latest is a probability, from 0 to 1; got nan"),
+    (["--self-play-outcome", "win"], "--self-play-outcome takes return or terminated=NAME"),
+    (["--self-play-pool", "runner"], "--self-play-pool takes NAME=CHECKPOINT (a policy the game names, a .pt file), "
+                                     "got 'runner'"),
+    (["--self-play-pool", "runner", "x.pt"], "--self-play-pool takes NAME=CHECKPOINT"),
+    (["--self-play-pool", "runner = x.pt"], "--self-play-pool takes NAME=CHECKPOINT"),
+    (["--self-play-pool", "runner=none.pt"], "--self-play-pool runner: no such checkpoint: 'none.pt'"),
+], ids=["window", "save", "team-change", "swap", "latest", "latest-nan", "outcome", "pool-no-checkpoint",
+        "pool-name-space-path", "pool-spaces", "pool-missing"])
+def test_a_bad_self_play_setting_gets_one_line(flags, message, tmp_path, port):
+    (tmp_path / "x.pt").write_bytes(b"")
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play", *flags), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert not (tmp_path / "runs").exists() and not game_pids(port)
+
+
+def test_self_play_settings_need_self_play_and_training(tag_run, tmp_path, port):
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play-window", "3"), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "--self-play-window is a setting of --self-play: give --self-play too")
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play", "--eval-checkpoint", str(tag_run[0])),
+                      cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "--self-play is for training")
+
+
+@pytest.mark.parametrize("game, flags, message", [
+    (VS_SCRIPTED_RUNNER, [], "--self-play needs a game of two or more policy names, which take turns to learn; its "
+                             "agents' policy names are 'chaser'"),
+    (TAG, ["--frozen-policy", "runner={tag}"], "--self-play needs two policies that learn, to take turns; "
+                                               "--frozen-policy leaves 'chaser' alone"),
+    (TAG, ["--self-play-pool", "keeper={tag}"], "--self-play-pool keeper: the game has no policy 'keeper'; its "
+                                                "agents' policy names are 'chaser', 'runner'"),
+    (TAG, ["--self-play-pool", "chaser={runner}"], "the saved policy for 'chaser' observes [('obs', (5,))]"),
+    (TAG, ["--self-play-outcome", "terminated=seeker"], "--self-play-outcome terminated=seeker: the game has no "
+                                                        "policy 'seeker'"),
+], ids=["one-policy", "one-learns", "pool-unknown-name", "pool-spaces-differ", "outcome-unknown-name"])
+def test_a_self_play_the_game_cannot_play_gets_one_line(game, flags, message, tag_run, runner_only, tmp_path,
+                                                         port):
+    flags = [flag.format(tag=tag_run[0], runner=runner_only) for flag in flags]
+    proc = run_script(SCRIPT, *game_argv(game, port, "--self-play", *flags), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert not (tmp_path / "runs").exists() and not game_pids(port)
+
+
+def test_a_team_change_shorter_than_a_rollout_gets_a_note(tmp_path, port):
+    needs_godot()
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play", "--self-play-team-change", "100",
+                                         "--total-timesteps", "256"), cwd=tmp_path)
+    assert ("ppo_godot_multi_policy.py: note: --self-play-team-change 100 is shorter than one rollout of policy "
+            "'chaser' (8 agents x --num-steps 16 = 128): the learning policy changes after every rollout"
+            ) in proc.stdout.splitlines()
