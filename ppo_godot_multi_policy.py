@@ -5,7 +5,7 @@ in one file: an Agent (network) per policy name, each learning from its own agen
     tensorboard --logdir runs             # charts/episodic_return/chaser and .../runner, one per policy
     python ppo_godot_multi_policy.py --env-path ... --onnx-export-path tag.onnx  # tag_chaser.onnx, tag_runner.onnx
     python ppo_godot_multi_policy.py --env-path ... --frozen-policy runner=runs/<run>/ppo_godot_multi_policy.pt
-    python ppo_godot_multi_policy.py --env-path ... --self-play --self-play-outcome terminated=chaser  # turns
+    python ppo_godot_multi_policy.py --env-path ... --self-play --self-play-outcome terminated=chaser  # self-play
 
 Read ppo_godot.py first: this file is ppo_godot.py with several policies, and `diff ppo_godot.py
 ppo_godot_multi_policy.py` is the lesson. The game's policy names are read in section 2, each
@@ -808,14 +808,15 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--self-play", default=False, **flag,
                    help="one policy learns at a time, the others play snapshots of their past weights: for opposing "
                         "policies where one, learning faster, starves the other of reward (benchmarks/README.md, tag)")
-    p.add_argument("--self-play-save-steps", type=int, default=20000,
+    p.add_argument("--self-play-save-steps", type=int, default=4000,
                    help="the learning policy's agent-steps between two snapshots of it into its pool (ML-Agents' "
-                        "save_steps)")
+                        "save_steps, 20000 there: a fifth of it, with a fifth of team_change, did better on the tag "
+                        "demo, benchmarks/README.md)")
     p.add_argument("--self-play-window", type=int, default=10,
                    help="the newest snapshots a pool keeps, the oldest dropped (ML-Agents' window)")
-    p.add_argument("--self-play-team-change", type=int, default=100000,
+    p.add_argument("--self-play-team-change", type=int, default=20000,
                    help="the learning policy's agent-steps before the next policy, in the game's order, learns "
-                        "(ML-Agents' team_change: 5 x save_steps)")
+                        "(ML-Agents' team_change: 5 x save_steps, 100000 there)")
     p.add_argument("--self-play-swap-steps", type=int, default=2000,
                    help="each other policy's own agent-steps between two draws of the snapshot it plays (ML-Agents' "
                         "swap_steps, as its code has it; its docs say 10000)")
@@ -975,7 +976,7 @@ def self_play_game_problem(args, envs, names):
     learning = [name for name in envs.policies if name not in args.frozen_policy]
     if len(envs.policies) == 1:
         return f"--self-play needs a game of two or more policy names, which take turns to learn; {names}"
-    if len(learning) < 2:
+    if len(learning) == 1:  # none: check_game has said that every policy is frozen
         return (f"--self-play needs two policies that learn, to take turns; --frozen-policy leaves {learning[0]!r} "
                 f"alone (leave out --self-play: it learns against the frozen ones)")
     winner = args.self_play_outcome.partition("=")[2]

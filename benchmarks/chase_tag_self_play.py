@@ -4,6 +4,9 @@ without it (together), on the same budgets and seeds; beside them, each side tra
 game's script. No script is in sight while the two-policy runs train.
 
     python benchmarks/chase_tag_self_play.py --seeds 3 --total-timesteps 1000000 --jobs 2
+    python benchmarks/chase_tag_self_play.py --seeds 3 --total-timesteps 1000000 --jobs 2 \
+        --self-play-args "--self-play-save-steps 20000 --self-play-team-change 100000" \
+        --out chase_tag_self_play_ml_agents
 
 After training, every policy plays its greedy action (what the plugin's ONNX inference plays) in a
 cross-play table: chasers {self-play, trained against the script, trained together, untrained, the
@@ -18,9 +21,11 @@ chase_tag_baselines.md): with self-play, on every seed, the chaser catches the g
 in at least 25% of episodes (trained together at 300k: 0-6%; untrained: 0%), and the runner lasts at
 least 70 steps on average against the scripted chaser (untrained: 53.7).
 
-Writes benchmarks/results/chase_tag_self_play.md and benchmarks/figures/chase_tag_self_play.png (each
-policy's return and ELO rating over training, mean and min-max band over seeds). --workdir keeps the
-runs: a second call with the same folder plays and plots them without training again.
+Writes benchmarks/results/<out>.md and benchmarks/figures/<out>.png (each policy's return and ELO
+rating over training, mean and min-max band over seeds). The second command trains self-play with
+ML-Agents' save_steps and team_change, five times the script's defaults (which these two runs
+chose). --workdir keeps the runs: a second call with the same folder plays and plots them without
+training again (--plot-only: plots them alone).
 """
 import argparse
 import concurrent.futures
@@ -28,6 +33,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -43,7 +49,7 @@ import ppo_godot  # noqa: E402
 import ppo_godot_multi_policy  # noqa: E402
 
 GAMES = REPO / "godot" / "chase"
-SELF_PLAY = ["--self-play", "--self-play-outcome", "terminated=chaser"]  # every other setting: ML-Agents' default
+SELF_PLAY = ["--self-play", "--self-play-outcome", "terminated=chaser"]  # every other setting: the script's default
 # (how trained, the game, the policies the run trains, flags)
 TRAININGS = [("self-play", "chase_tag", ["chaser", "runner"], SELF_PLAY),
              ("together", "chase_tag", ["chaser", "runner"], []),
@@ -156,13 +162,14 @@ def plot(curves, command, out):
         for how in ("self-play", "together"):
             draw_seeds(ax, how, [run["return"] for run in curves[(how, name)]], WINDOW)
         ax.axhline(0, color="gray", linewidth=0.8)
-        ax.set_title(f"the {name}: return against its opponent of the moment\n(self-play: a snapshot of the "
-                     f"other side; together: the other side, learning)", fontsize=9)
+        other = "runner" if name == "chaser" else "chaser"
+        ax.set_title(f"the {name}'s return against the {other} it meets\n(self-play: a snapshot of the {other}; "
+                     f"together: the {other} as it learns)", fontsize=9)
         ax.set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)", fontsize=9)
         ax = axes[1, column]
         draw_seeds(ax, "self-play", [run["elo"] for run in curves[("self-play", name)]], 1)
         ax.axhline(1200, color="gray", linestyle="--", linewidth=0.8, label="initial rating, 1200")
-        ax.set_title(f"the {name}: ELO rating (K 16), from each episode it played while learning", fontsize=9)
+        ax.set_title(f"the {name}'s ELO rating (K 16): moves only in its turns to learn", fontsize=9)
         ax.set_ylabel("ELO rating", fontsize=9)
         ax.set_xlabel("agent-steps of the run (all its agents)")
         for ax in axes[:, column]:
@@ -172,8 +179,9 @@ def plot(curves, command, out):
     fig.suptitle("Chase tag mode, chaser and runner learning in one game: with --self-play and without it "
                  "(together)\nline: mean over seeds; band: min-max over seeds; together has no snapshots, "
                  "so no rating", fontsize=9)
-    fig.text(0.01, 0.01, command, fontsize=7, color="gray")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    caption = textwrap.wrap(command, 150)  # a long command on as many lines as it needs
+    fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, color="gray")
+    fig.tight_layout(rect=(0, 0.03 * len(caption), 1, 1))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=80)
     plt.close(fig)
@@ -186,18 +194,22 @@ def main():
     p.add_argument("--total-timesteps", type=int, default=1000000, help="agent-steps of each run, all agents")
     p.add_argument("--eval-steps", type=int, default=2000, help="actions of each match after training, 8 pairs")
     p.add_argument("--ppo-args", default="", help="more flags for ppo_godot_multi_policy.py, quoted")
+    p.add_argument("--self-play-args", default="", help="more flags for the self-play runs alone, quoted")
     p.add_argument("--jobs", type=int, default=1, help="trainings at once (each a game and a trainer)")
     p.add_argument("--port", type=int, default=12858)
     p.add_argument("--workdir", default=None, help="keep the runs here (default: a temporary folder)")
+    p.add_argument("--plot-only", action="store_true", help="draw the figure from the runs in --workdir, no games")
+    p.add_argument("--out", default="chase_tag_self_play",
+                   help="the name of the results table and figure (results/<out>.md, figures/<out>.png)")
     args = p.parse_args()
-    command = "python benchmarks/chase_tag_self_play.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/chase_tag_self_play.py " + shlex.join(sys.argv[1:])
     started = time.time()
     with tempfile.TemporaryDirectory() as temporary:
         workdir = args.workdir or temporary
-        jobs = [(how, game, names, flags, seed) for seed in range(1, args.seeds + 1)
-                for how, game, names, flags in TRAININGS]
-        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:  # each training on ports of its own
-            folders = list(pool.map(lambda i: train(*jobs[i][:2], jobs[i][3], jobs[i][4], args.port + 10 * (i + 1),
+        jobs = [(how, game, names, flags + (shlex.split(args.self_play_args) if how == "self-play" else []), seed)
+                for seed in range(1, args.seeds + 1) for how, game, names, flags in TRAININGS]
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:  # the trainings at once on ports of their own
+            folders = list(pool.map(lambda i: train(*jobs[i][:2], jobs[i][3], jobs[i][4], args.port + 1 + i % args.jobs,
                                                     args, workdir), range(len(jobs))))
         runs, curves = {}, {}
         for (how, game, names, flags, seed), folder in zip(jobs, folders):
@@ -206,6 +218,8 @@ def main():
                 if len(names) == 2:
                     curves.setdefault((how, name), []).append(curves_of(folder, name))
         trained_minutes = (time.time() - started) / 60
+        if args.plot_only:
+            return plot(curves, command.replace(" --plot-only", ""), FIGURE.with_name(f"{args.out}.png"))
         seeds = range(1, args.seeds + 1)
         cells = {}
         for chaser_kind in KINDS:
@@ -243,8 +257,8 @@ def main():
         as_runner = np.mean([np.mean(length[(chaser, how)]) for chaser in others])
         lines.append(f"- {how}: its chaser catches {as_chaser:.0%} of the episodes against the runners trained "
                      f"{' and '.join(others)}; its runner lasts {as_runner:.1f} steps against their chasers.")
-    write_table("chase_tag_self_play", lines)
-    plot(curves, command, FIGURE)
+    write_table(args.out, lines)
+    plot(curves, command, FIGURE.with_name(f"{args.out}.png"))
 
 
 if __name__ == "__main__":

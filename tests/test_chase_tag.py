@@ -116,3 +116,35 @@ def test_the_learning_benchmark_trains_each_way_and_plays_each_trained_policy_ag
     figure = tmp_path / "benchmarks" / "figures" / "chase_tag_learning.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not game_pids(port)
+
+
+def test_the_self_play_benchmark_trains_four_ways_and_plays_every_chaser_against_every_runner(port, tmp_path,
+                                                                                               monkeypatch):
+    """On tiny budgets: the margins' rows for each way of training, a 5 x 5 cross-play table, and a figure of
+    both policies' returns and ratings."""
+    needs_godot()
+    self_play = benchmark("chase_tag_self_play")
+    common = benchmark("common")
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.setattr(common, "REPO", tmp_path)  # where the table goes
+    monkeypatch.setattr(self_play, "FIGURE", tmp_path / "benchmarks" / "figures" / "chase_tag_self_play.png")
+    monkeypatch.setattr("sys.argv", ["chase_tag_self_play.py", "--seeds", "1", "--total-timesteps", "2048",
+                                     "--eval-steps", "120", "--port", str(port), "--workdir", str(tmp_path / "runs"),
+                                     "--self-play-args", "--self-play-team-change 512"])
+    self_play.main()
+    table = (tmp_path / "benchmarks" / "results" / "chase_tag_self_play.md").read_text()
+    margins = [line.split("|")[1].strip() for line in table.splitlines() if ", seed 1 |" in line]
+    assert margins == ["self-play, seed 1", "together, seed 1", "against the script, seed 1"]
+    cross = [line for line in table.splitlines() if line.startswith("| ") and " / " in line]
+    assert [row.split("|")[1].strip() for row in cross] == self_play.KINDS
+    for row in cross:  # every cell: a catch rate and a mean length of at most the time-out's 100 steps
+        for cell in row.split("|")[2:-1]:
+            caught, length = cell.split(" / ")
+            assert 0 <= int(caught.strip(" %")) <= 100 and 1 <= float(length) <= 100
+    # the self-play run took turns: its learning flag changed, and its ratings were logged
+    run = next((tmp_path / "runs").glob("self-play_chase_tag_1/runs/*"))
+    learning = [event.value for event in common.read_run(run).Scalars("self_play/learning/chaser")]
+    assert 0.0 in learning and 1.0 in learning
+    figure = tmp_path / "benchmarks" / "figures" / "chase_tag_self_play.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not game_pids(port)
