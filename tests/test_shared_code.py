@@ -138,8 +138,9 @@ MULTI_POLICY = {
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
                                                           "saved_layout", "--frozen-policy", "ppo_godot.py",
                                                           "name_and_checkpoint", "from their checkpoint"),
-                        "--self-play and its settings, checked": ("self-play", "self_play", "ML-Agents", "save_steps", "swap_steps", "demo,",
-                                                                  "snapshot", "spelling", "return", "opponents'")},
+                        "--self-play and its settings, checked": (
+                            "self-play", "self_play", "ML-Agents", "save_steps", "swap_steps", "demo,", "snapshot",
+                            "spelling", "return", "opponents'")},
     "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
     "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
                         "it once trained": ('checkpoint["script"]', "ppo_godot.py's too")},
