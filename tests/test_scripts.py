@@ -5,6 +5,7 @@ import json
 import math
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -366,6 +367,12 @@ def test_save_load_evaluate_round_trip(short_run):
     for policy in ("greedy", "sampled"):  # both are reported: students are surprised they differ
         assert proc.stdout.count(f"{policy} eval_episode=") >= 2  # ppo_godot.py: as many from each agent
         assert f"{policy} policy: mean_return=" in proc.stdout
+    time_limit = {"CartPole-v1": 500, "CartPoleNoVel-v1": 500, "Pendulum-v1": 200}.get(script.env_id)
+    for line in proc.stdout.splitlines():  # each episode: its length, and how it ended
+        if " eval_episode=" in line:
+            length, ended = re.fullmatch(r".*, episodic_length=(\d+) \((terminated|time-out)\)", line).groups()
+            if time_limit:  # the time limit's episodes are the time-outs, and only they
+                assert (ended == "time-out") == (int(length) == time_limit), line
     assert len(script.evaluate(checkpoint, eval_episodes=2, seed=5)) >= 2
 
 
