@@ -183,6 +183,7 @@ class GodotVecEnv:
         # A game that resets on the next step says so in info (the module docstring has both ways);
         # only then is the observation sent with done a final one, which a time-out bootstraps from
         resets_next_step = np.array(["autoreset" in i for i in info])
+        self.tells_time_outs = resets_next_step  # a game that resets on the spot cannot say which end timed out
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
         truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
 
@@ -511,7 +512,7 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
                 print(f"global_step={global_step}, episodic_return{tag}={episodic_return:.1f}")
                 writer.add_scalar("charts/episodic_return" + tag, episodic_return, global_step)
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
-                if self_play:  # a learning agent's episode against a snapshot: its outcome moves both ratings
+                if self_play:  # a learning agent's episode against snapshots: who won moves their ELO ratings
                     self_play.rate(i, episodic_return, terminated[i])
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
     return next_obs, next_done, global_step
@@ -654,8 +655,9 @@ def train(args):
     # section 9: each policy's batch splits; the weights of --frozen-policy and of --self-play-pool
     frozen_weights, pool_weights = check_game(args, envs)
     agents = AgentPerPolicy(envs.policies, frozen_weights).to(device)
-    # Self-play: who learns, and which snapshot of its past weights each other policy plays (section 9)
-    self_play = SelfPlay(args, agents, pool_weights) if args.self_play else None
+    # Self-play: one policy learns at a time (self_play.learner); each other policy's agents play a snapshot
+    # of its past weights, drawn from its pool (section 9: the pools, the turns, the ELO ratings)
+    self_play = SelfPlay(args, envs, agents, pool_weights) if args.self_play else None
     # One Adam for all policies: its moments are per weight, and a policy's update steps only its own (zero_grad
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
@@ -675,8 +677,8 @@ def train(args):
             for name, policy in envs.policies.items():  # each policy learns from its own agents' rows alone
                 if name in agents.frozen:  # it plays, and never learns
                     continue
-                if self_play and name != self_play.learner:  # not its turn: a snapshot played its agents
-                    continue
+                if self_play and name != self_play.learner:  # not its turn: a snapshot acted for its agents, and
+                    continue  # those rows are no samples of its own policy (log pi_old would be another's)
                 agent = agents[name]
                 storage, next_obs = policy_rows(policy, rollout, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
@@ -809,9 +811,9 @@ def parse_and_check(p, flag, argv):
                    help="one policy learns at a time, the others play snapshots of their past weights: for opposing "
                         "policies where one, learning faster, starves the other of reward (benchmarks/README.md, tag)")
     p.add_argument("--self-play-save-steps", type=int, default=4000,
-                   help="the learning policy's agent-steps between two snapshots of it into its pool (ML-Agents' "
-                        "save_steps, 20000 there: a fifth of it, with a fifth of team_change, did better on the tag "
-                        "demo, benchmarks/README.md)")
+                   help="a policy's agent-steps of learning (counted across its turns) between two snapshots of it "
+                        "into its pool (ML-Agents' save_steps, 20000 there: a fifth of it, with a fifth of "
+                        "team_change, did better on the tag demo, benchmarks/README.md)")
     p.add_argument("--self-play-window", type=int, default=10,
                    help="the newest snapshots a pool keeps, the oldest dropped (ML-Agents' window)")
     p.add_argument("--self-play-team-change", type=int, default=20000,
@@ -829,7 +831,8 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--self-play-outcome", default="return", metavar="return|terminated=NAME",
                    help="who won an episode, for the ELO ratings (the game sends no winner): return: the sign of the "
                         "learning agent's return (ML-Agents' rule: for a final reward of +1, 0, -1); terminated=NAME: "
-                        "an episode that ends terminated is NAME's win, a time-out its opponents' (tag, hide-and-seek)")
+                        "an episode that ends terminated is NAME's win, a time-out its opponents' (tag, hide-and-seek) "
+                        "in a game that marks time-outs: one that resets on the spot, as the plugin does, cannot")
     theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
     if theirs:  # all of them in one line, not one per try
         fail("; ".join(f"{flag} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[flag]}" for flag in theirs))
@@ -887,9 +890,12 @@ def name_and_checkpoint(flag, value, spelling):
 
 
 def self_play_problem(args, argv):
-    """One line for a self-play setting that cannot work; those that need the game's names are in check_game."""
+    """One line for a self-play setting that cannot work; those that need the game's names are in check_game.
+    A resumed run's are its checkpoint's (resumed_args refuses them given anew)."""
+    if args.resume:
+        return
     settings = sorted({a.split("=")[0] for a in argv if a.startswith("--self-play-")})
-    if settings and not args.self_play and not args.resume:
+    if settings and not args.self_play:
         fail(f"{' '.join(settings)} {'is a setting' if len(settings) == 1 else 'are settings'} of --self-play: "
              f"give --self-play too")
     if args.self_play and (args.eval_checkpoint or args.export_checkpoint):
@@ -958,6 +964,8 @@ def check_game(args, envs):
         fail(problems[0])
     if frozen_from:  # where each frozen policy's and saved opponent's weights come from
         print(*frozen_from, sep="\n")
+    if args.self_play:
+        team_change_note(args, envs)
     if args.total_timesteps % args.batch_size and not args.resume:
         budget_note(args.total_timesteps, args.batch_size,
                     f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
@@ -972,7 +980,7 @@ def frozen_source(path, checkpoint):
 
 
 def self_play_game_problem(args, envs, names):
-    """Why --self-play cannot run in this game, or None; and a note when the learner changes every rollout."""
+    """Why --self-play cannot run in this game, or None."""
     learning = [name for name in envs.policies if name not in args.frozen_policy]
     if len(envs.policies) == 1:
         return f"--self-play needs a game of two or more policy names, which take turns to learn; {names}"
@@ -982,14 +990,18 @@ def self_play_game_problem(args, envs, names):
     winner = args.self_play_outcome.partition("=")[2]
     if winner and winner not in envs.policies:
         return f"--self-play-outcome terminated={winner}: the game has no policy {winner!r}; {names}"
-    rollouts = {name: len(envs.policies[name].agents) * args.num_steps for name in learning}
-    shorter = [name for name in learning if args.self_play_team_change < rollouts[name]]
-    if shorter:
-        name = shorter[0]
-        print(f"{os.path.basename(__file__)}: note: --self-play-team-change {args.self_play_team_change} is shorter "
-              f"than one rollout of policy {name!r} ({len(envs.policies[name].agents)} agents x --num-steps "
-              f"{args.num_steps} = {rollouts[name]}): the learning policy changes after every rollout")
     return None
+
+
+def team_change_note(args, envs):
+    """Said before a self-play run starts: a turn shorter than one rollout of a policy."""
+    for name, policy in envs.policies.items():
+        rollout = len(policy.agents) * args.num_steps
+        if name not in args.frozen_policy and args.self_play_team_change < rollout:
+            print(f"{os.path.basename(__file__)}: note: --self-play-team-change {args.self_play_team_change} is "
+                  f"shorter than one rollout of policy {name!r} ({len(policy.agents)} agents x --num-steps "
+                  f"{args.num_steps} = {rollout}): the learning policy changes after every rollout")
+            return
 
 
 def budget_note(total_timesteps, batch_size, batch):
@@ -1362,8 +1374,9 @@ class SelfPlay:
 
     K, INITIAL_RATING = 16.0, 1200.0
 
-    def __init__(self, args, agents, pool_weights):
-        self.args, self.agents, self.policies = args, agents, agents.policies
+    def __init__(self, args, envs, agents, pool_weights):
+        self.args, self.envs, self.agents, self.policies = args, envs, agents, agents.policies
+        self.untold = False  # an episode end that terminated=NAME could not score was seen
         self.names = [name for name in self.policies if name not in agents.frozen]  # they take turns
         self.policy_of = {int(i): name for name, policy in self.policies.items() for i in policy.agents}
         self.outcome, _, self.winner = args.self_play_outcome.partition("=")
@@ -1375,7 +1388,8 @@ class SelfPlay:
                       + [self.snapshot(agents[name].state_dict(), "global_step=0")] for name in self.names}
         self.opponents = {name: copy.deepcopy(agents[name]).requires_grad_(False) for name in self.names}
         self.learner, self.in_play = self.names[0], {}  # in_play: {name: the snapshot its agents play}
-        self.since = {"save": 0, "team_change": 0, **{name: 0 for name in self.names}}  # a name: since its last draw
+        # agent-steps since: the learner's turn began; each policy's last snapshot, and its last draw
+        self.since = {"team_change": 0, **{(name, event): 0 for name in self.names for event in ("save", "swap")}}
         for name in self.names[1:]:
             self.swap(name)
 
@@ -1390,7 +1404,7 @@ class SelfPlay:
         self.in_play[name] = pool[-1] if latest else pool[self.rng.integers(len(pool))]
         self.opponents[name].load_state_dict(self.in_play[name]["weights"])
         self.agents.playing[name] = self.opponents[name]
-        self.since[name] = 0
+        self.since[(name, "swap")] = 0
 
     def rate(self, agent, episodic_return, terminated):
         """An episode of `agent` ended: if it is the learner's, it and the snapshots in play trade rating."""
@@ -1399,6 +1413,13 @@ class SelfPlay:
             return
         if self.outcome == "return":
             score = 1.0 if episodic_return > 0 else 0.5 if episodic_return == 0 else 0.0
+        elif not self.envs.tells_time_outs[agent]:  # every end looks terminated: it would always be NAME's win
+            if not self.untold:
+                print(f"{os.path.basename(__file__)}: note: --self-play-outcome {self.args.self_play_outcome}: the "
+                      f"game resets agents on the spot (as the plugin does), so it cannot say which episode ends are "
+                      f"time-outs; those ends are not rated (use --self-play-outcome return)")
+            self.untold = True
+            return
         else:  # a terminated episode is the winner's; a time-out the others'
             score = 1.0 if bool(terminated) == (name == self.winner) else 0.0
         opponents = [self.in_play.get(other, self.players[other]) for other in self.policies if other != name]
@@ -1414,25 +1435,25 @@ class SelfPlay:
         their intervals end; then each policy's rating and turn logged."""
         args, learner = self.args, self.learner
         learned = len(self.policies[learner].agents) * args.num_steps
-        self.since["save"] += learned
+        self.since[(learner, "save")] += learned
         self.since["team_change"] += learned
-        if self.since["save"] >= args.self_play_save_steps:
+        if self.since[(learner, "save")] >= args.self_play_save_steps:
             pool = self.pools[learner]
             pool.append(self.snapshot(self.agents[learner].state_dict(), f"global_step={global_step}",
                                       rating=self.players[learner]["rating"]))
             if sum(not snapshot["kept"] for snapshot in pool) > args.self_play_window:
                 del pool[next(i for i, snapshot in enumerate(pool) if not snapshot["kept"])]  # the oldest
-            self.since["save"] = 0
+            self.since[(learner, "save")] = 0
         for name in self.names:
             if name != learner:
-                self.since[name] += len(self.policies[name].agents) * args.num_steps
+                self.since[(name, "swap")] += len(self.policies[name].agents) * args.num_steps
         if self.since["team_change"] >= args.self_play_team_change:
             self.learner = self.names[(self.names.index(learner) + 1) % len(self.names)]
             del self.agents.playing[self.learner], self.in_play[self.learner]  # its own weights again, and it learns
             self.swap(learner)
-            self.since["team_change"] = self.since["save"] = 0
+            self.since["team_change"] = 0
         for name in self.names:
-            if name != self.learner and self.since[name] >= args.self_play_swap_steps:
+            if name != self.learner and self.since[(name, "swap")] >= args.self_play_swap_steps:
                 self.swap(name)
         for name, player in self.players.items():
             writer.add_scalar(f"self_play/elo/{name}", player["rating"], global_step)
@@ -1450,12 +1471,13 @@ class SelfPlay:
         for name, snapshot in self.in_play.items():
             at = [i for i, pooled in enumerate(self.pools[name]) if pooled is snapshot]
             in_play[name] = at[0] if at else dict(snapshot)
-        return {"learner": self.learner, "since": dict(self.since), "pools": pools, "in_play": in_play,
+        return {"learner": self.learner, "since": dict(self.since), "untold": self.untold, "pools": pools,
+                "in_play": in_play,
                 "players": {name: dict(player) for name, player in self.players.items()},
                 "rng": copy.deepcopy(self.rng.bit_generator.state)}
 
     def load_state(self, state):
-        self.learner, self.since = state["learner"], dict(state["since"])
+        self.learner, self.since, self.untold = state["learner"], dict(state["since"]), state["untold"]
         self.players = {name: dict(player) for name, player in state["players"].items()}
         self.pools = {name: [dict(snapshot) for snapshot in pool] for name, pool in state["pools"].items()}
         self.rng.bit_generator.state = state["rng"]

@@ -50,7 +50,8 @@ def self_play(frozen=None, pool_weights=None, **given):
     torch.manual_seed(0)
     agents = multi.AgentPerPolicy(policies(left=[0, 1], right=[2, 3], **({"fixed": [4]} if frozen else {})),
                                   frozen)
-    return multi.SelfPlay(settings(**given), agents, pool_weights or {}), agents
+    envs = argparse.Namespace(tells_time_outs=np.ones(5, bool))  # a game that says which ends are time-outs
+    return multi.SelfPlay(settings(**given), envs, agents, pool_weights or {}), agents
 
 
 def weights_of(module):
@@ -85,6 +86,16 @@ def test_one_policy_learns_at_a_time_while_the_others_play_snapshots_drawn_from_
         float(name == "left") for name in learners]
     # the policies' own weights never became a snapshot's: each learner kept its own
     assert not torch.equal(weights_of(agents["left"]), weights_of(agents.playing["right"]))
+
+
+def test_each_policy_counts_its_own_steps_to_a_snapshot_across_its_turns():
+    """As ML-Agents counts them: a turn's end does not restart the count, so a save interval that does not divide
+    the turn still takes a snapshot every save_steps of the policy's learning."""
+    sp, _ = self_play(self_play_save_steps=96, self_play_team_change=64)  # a turn: 2 rollouts of 32 agent-steps
+    for iteration in range(1, 13):  # left learns in iterations 1-2, 5-6, 9-10: 6 rollouts, 192 agent-steps
+        sp.end_iteration(32 * iteration, Writer())
+    assert [s["source"] for s in sp.pools["left"]] == ["global_step=0", "global_step=160", "global_step=320"]
+    assert [s["source"] for s in sp.pools["right"]] == ["global_step=0", "global_step=224", "global_step=384"]
 
 
 def test_a_draw_takes_the_newest_with_the_latest_probability_else_any_of_the_pool():
@@ -161,6 +172,7 @@ class Duel:
     from the first) at which the run is stopped, by `how` (a SIGINT, or SystemExit as a hard kill
     leaves a run: no save)."""
     stop_at, how, steps = None, None, 0
+    tells_time_outs = np.zeros(4, bool)  # it resets on the spot: every end looks terminated
 
     def __init__(self):
         self.policies = policies(left=[0, 1], right=[2, 3])
@@ -244,6 +256,20 @@ def test_a_self_play_run_stopped_and_resumed_logs_what_one_never_stopped_logs(ho
         if tag != "charts/SPS":  # wall-clock
             assert resumed[tag] == reference[tag], tag  # same steps, same values, nothing twice
     assert read_text_tags(run_dir).count("hyperparameters/text_summary") == 1
+
+
+def test_a_game_that_cannot_tell_a_time_out_is_not_rated_by_terminated(tmp_path, monkeypatch, capsys):
+    """--self-play-outcome terminated=NAME in a game that resets on the spot (Duel, like the plugin): every end
+    would be NAME's win; the ends are left unrated, and a note says why, once."""
+    Duel.stop_at = None
+    argv = DUEL_FLAGS + ["--self-play-outcome", "terminated=left", "--total-timesteps", str(4 * 4 * LENGTH)]
+    assert train_duel(tmp_path, argv, monkeypatch) is None
+    notes = [line for line in capsys.readouterr().out.splitlines() if "cannot say which episode ends" in line]
+    assert notes == ["ppo_godot_multi_policy.py: note: --self-play-outcome terminated=left: the game resets agents "
+                     "on the spot (as the plugin does), so it cannot say which episode ends are time-outs; those "
+                     "ends are not rated (use --self-play-outcome return)"]
+    scalars = read_scalars(run_dirs(tmp_path)[0])
+    assert {value for _, value in scalars["self_play/elo/left"] + scalars["self_play/elo/right"]} == {1200.0}
 
 
 # ------------------------------------------------------------------------------------------------

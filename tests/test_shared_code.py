@@ -112,7 +112,9 @@ MULTI_POLICY = {
         "its own policy's columns, floats for all": (
             "polic", "read_layouts", "obs_keys", "width =", "discrete", "MultiDiscrete", "floats", "columns",
             "self.num_envs =", "Every agent's row", "its bytes", "agents_obs", 'reply["obs"]',
-            "dtype=self.single_observation_space.dtype", "game_actions", "to_game_action")},
+            "dtype=self.single_observation_space.dtype", "game_actions", "to_game_action"),
+        "--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
+            "tells_time_outs",)},
     "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "the siblings' NormalizeReward",
         "playing")},
@@ -123,7 +125,7 @@ MULTI_POLICY = {
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
                   "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration"),
-              "--self-play: who learns, and which snapshots play": ("self_play", "Self-play")},
+              "--self-play: who learns, and which snapshots play": ("self_play", "Self-play", "past weights")},
     "evaluate": {"each policy's returns, and the line of each episode names its policy; the checkpoint's kind is "
                  "checked by load_policies": ("polic", "returns", "agent", "pi(.|s)", "short ones", "load_checkpoint")},
     "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
@@ -133,14 +135,14 @@ MULTI_POLICY = {
                        "args.resume", "else:", "load_checkpoint",
                        "checkpoint holds them", "SystemExit", "raise", "envs.close()"),
                    "--self-play-pool's names and files are checked as --frozen-policy's, and --self-play's game": (
-                       "self_play", "self-play", "pool", "export without a game")},
+                       "self_play", "self-play", "pool", "export without a game", "team_change_note")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
                                                           "saved_layout", "--frozen-policy", "ppo_godot.py",
                                                           "name_and_checkpoint", "from their checkpoint"),
                         "--self-play and its settings, checked": (
                             "self-play", "self_play", "ML-Agents", "save_steps", "swap_steps", "demo,", "snapshot",
-                            "spelling", "return", "opponents'")},
+                            "spelling", "return", "opponents'", "marks time-outs")},
     "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
     "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
                         "it once trained": ('checkpoint["script"]', "ppo_godot.py's too")},
@@ -181,6 +183,7 @@ ONLY_IN_MULTI_POLICY = {
     "self_play_problem": "a self-play setting that cannot work",
     "self_play_game_problem": "a game where --self-play cannot work",
     "SelfPlay": "--self-play's pools, schedule and ratings",
+    "team_change_note": "a note for a self-play turn shorter than a rollout",
 }
 
 
