@@ -931,8 +931,9 @@ def check_game(args, envs):
             problems.append(f"{flag} {name}: the game has no policy {name!r}; {names}")
         elif flag == "--self-play-pool" and name in args.frozen_policy:
             problems.append(f"--self-play-pool {name}: policy {name!r} is frozen (--frozen-policy): it has no pool")
-        elif args.resume:
-            frozen_weights.update({name: None} if flag == "--frozen-policy" else {})
+        elif args.resume:  # its checkpoint holds the frozen weights, and the pools
+            if flag == "--frozen-policy":
+                frozen_weights[name] = None
         else:
             try:  # a file that is no checkpoint, or holds no such policy: its one line, the games closed
                 checkpoint = load_checkpoint(path)
@@ -1358,8 +1359,8 @@ class GameRun(Run):
 class SelfPlay:
     """--self-play, as Unity ML-Agents' ghost trainer does it. One policy learns at a time (the learner),
     in the game's order of policy names, frozen ones left out; after --self-play-team-change of its
-    agent-steps the next one learns. Every --self-play-save-steps of them a snapshot of its weights goes
-    into its pool, which keeps the newest --self-play-window, beside any --self-play-pool checkpoint (kept
+    agent-steps the next one learns. Every --self-play-save-steps of a policy's learning steps (counted
+    across its turns) a snapshot of its weights goes into its pool, which keeps the newest --self-play-window, beside any --self-play-pool checkpoint (kept
     for good); each pool starts with the policy's first weights. Every other policy's agents play a
     snapshot from its own pool (AgentPerPolicy.playing): the newest with probability --self-play-latest,
     else one drawn uniformly from the pool, drawn again every --self-play-swap-steps of that policy's own
@@ -1472,8 +1473,7 @@ class SelfPlay:
             at = [i for i, pooled in enumerate(self.pools[name]) if pooled is snapshot]
             in_play[name] = at[0] if at else dict(snapshot)
         return {"learner": self.learner, "since": dict(self.since), "untold": self.untold, "pools": pools,
-                "in_play": in_play,
-                "players": {name: dict(player) for name, player in self.players.items()},
+                "in_play": in_play, "players": {name: dict(player) for name, player in self.players.items()},
                 "rng": copy.deepcopy(self.rng.bit_generator.state)}
 
     def load_state(self, state):
