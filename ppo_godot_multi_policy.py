@@ -1360,8 +1360,9 @@ class SelfPlay:
     """--self-play, as Unity ML-Agents' ghost trainer does it. One policy learns at a time (the learner),
     in the game's order of policy names, frozen ones left out; after --self-play-team-change of its
     agent-steps the next one learns. Every --self-play-save-steps of a policy's learning steps (counted
-    across its turns) a snapshot of its weights goes into its pool, which keeps the newest --self-play-window, beside any --self-play-pool checkpoint (kept
-    for good); each pool starts with the policy's first weights. Every other policy's agents play a
+    across its turns) a snapshot of its weights goes into its pool, which keeps the newest
+    --self-play-window, beside any --self-play-pool checkpoint (kept for good); each pool starts with the
+    policy's first weights. Every other policy's agents play a
     snapshot from its own pool (AgentPerPolicy.playing): the newest with probability --self-play-latest,
     else one drawn uniformly from the pool, drawn again every --self-play-swap-steps of that policy's own
     agent-steps and when its turn to learn ends. The counts are checked after each update: an interval
