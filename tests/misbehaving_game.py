@@ -17,7 +17,11 @@ the plugin's ONNX mode does); camera-blank (sends it, every pixel black); camera
 camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36]); dotted-policy-name (its
 agents' policy name is "team.a"). Two that play well: camera-and-vector (camera_2d [3, 36, 36] of
 random pixels beside position [0.25, -0.5]); rgba-camera (camera_2d [4, 36, 36], RGBA, as the
-plugin's camera sensor sends a viewport with a transparent background)."""
+plugin's camera sensor sends a viewport with a transparent background); duel (two policies, "left"
+and "right", 2 agents each, agent i facing agent i + 2: each observes [its episode's share done, its
+opponent's last action] and takes a discrete action of 2; left gets +1 when the two are equal, right
+when they differ, -1 otherwise; every episode lasts 16 steps and is reset on the spot, as the
+plugin does, so that with --num-steps 16 a resumed run's new episodes are those it would have played)."""
 import json
 import random
 import socket
@@ -64,6 +68,30 @@ def play_keys(declared, observe, n_agents=2, policy_name="shared"):
         else:
             send({"type": "step", "obs": obs, "reward": [1.0] * n_agents, "done": [True] * n_agents,
                   "info": [{}] * n_agents})
+
+
+def duel(length=16):
+    read_requests()
+    space = {"obs": {"space": "box", "size": [2]}}
+    send({"type": "env_info", "n_agents": 4, "agent_policy_names": ["left", "left", "right", "right"],
+          "observation_space": space, "action_space": {"move": {"action_type": "discrete", "size": 2}}})
+    t, actions = 0, [0, 0, 0, 0]
+    while (message := receive())["type"] != "close":
+        if message["type"] == "reset":
+            t, actions = 0, [0, 0, 0, 0]
+            reward, done = None, None
+        else:
+            actions, t = [int(action["move"]) for action in message["action"]], t + 1
+            same = [1.0 if actions[i] == actions[i + 2] else -1.0 for i in range(2)]
+            reward, done = same + [-r for r in same], [t == length] * 4
+            if t == length:  # on the spot: the observation sent with done is the next episode's first
+                t, actions = 0, [0, 0, 0, 0]
+        opponents = actions[2:] + actions[:2]
+        obs = [{"obs": [t / length, float(opponent)]} for opponent in opponents]
+        if reward is None:
+            send({"type": "reset", "obs": obs, "info": [{}] * 4})
+        else:
+            send({"type": "step", "obs": obs, "reward": reward, "done": done, "info": [{}] * 4})
 
 
 behaviour = sys.argv[1]
@@ -117,6 +145,8 @@ elif behaviour == "camera-and-vector":
               lambda: {"camera_2d": random.randbytes(3888).hex(), "position": [0.25, -0.5]})
 elif behaviour == "rgba-camera":
     play_keys({"camera_2d": (4, 36, 36)}, lambda: {"camera_2d": random.randbytes(5184).hex()})
+elif behaviour == "duel":
+    duel()
 elif behaviour == "reset":
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     connection.close()  # with a zero linger time, close sends RST: the peer sees a connection reset

@@ -1,7 +1,8 @@
 """ppo_godot_multi_policy.py --self-play: one policy learns at a time while the others play snapshots of
 their past weights drawn from a pool, with an ELO rating per policy. The schedule and the ratings on
-their own; an exact resume on a stand-in game of two policies in this process (a game whose episodes
-line up with the rollouts, so that a resumed run's new episodes are the ones it would have played);
+their own; an exact resume on a stand-in game of two policies (a game whose episodes line up with the
+rollouts, so that a resumed run's new episodes are the ones it would have played), in this process and
+as a process killed with kill -9;
 the real tag game for the console, the logs, a saved opponent and each bad input's one line."""
 import argparse
 import os
@@ -17,6 +18,8 @@ import torch
 import ppo_godot_multi_policy as multi
 from conftest import (assert_one_line_error, free_port, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs,
                       run_script)
+from test_checkpoints import kill_after_first_checkpoint, start
+from test_ppo_godot import misbehaving_game
 from test_ppo_godot_multi_policy import (TAG, VS_SCRIPTED_RUNNER, game_argv, runner_only,  # noqa: F401 (fixtures)
                                          tag_run)
 
@@ -256,6 +259,29 @@ def test_a_self_play_run_stopped_and_resumed_logs_what_one_never_stopped_logs(ho
         if tag != "charts/SPS":  # wall-clock
             assert resumed[tag] == reference[tag], tag  # same steps, same values, nothing twice
     assert read_text_tags(run_dir).count("hyperparameters/text_summary") == 1
+
+
+def test_a_self_play_run_killed_after_a_periodic_checkpoint_resumes_like_never_killed(tmp_path, port):
+    """kill -9, as a user's machine does it: the run as a process, playing Duel as a game of its own
+    (tests/misbehaving_game.py duel, the stand-in above, over the protocol)."""
+    iterations = 150
+    argv = ["--env-path", misbehaving_game(tmp_path, "duel"), "--port", str(port), *DUEL_FLAGS,
+            "--total-timesteps", str(iterations * 4 * LENGTH), "--checkpoint-minutes", "0"]
+    (tmp_path / "reference").mkdir()
+    run_script(SCRIPT, *argv, cwd=tmp_path / "reference")
+    (tmp_path / "killed").mkdir()
+    proc = start(SCRIPT, *argv, cwd=tmp_path / "killed")
+    checkpoint = kill_after_first_checkpoint(proc, "runs/*/ppo_godot_multi_policy.pt", tmp_path / "killed")
+    saved = pickle.loads(torch.load(checkpoint)["resume"])
+    assert 0 < saved["global_step"] < iterations * 4 * LENGTH and "self_play" in saved
+    time.sleep(1.0 - time.time() % 1.0 + 0.05)  # a new event file name: TensorBoard's names go by the second
+    run_script(SCRIPT, "--resume", str(checkpoint), "--port", str(port), cwd=tmp_path / "killed")
+
+    reference, resumed = read_scalars(run_dirs(tmp_path / "reference")[0]), read_scalars(checkpoint.parent)
+    assert reference.keys() == resumed.keys() and len(reference["self_play/elo/left"]) == iterations
+    for tag in reference:
+        if tag != "charts/SPS":
+            assert resumed[tag] == reference[tag], tag
 
 
 def test_a_game_that_cannot_tell_a_time_out_is_not_rated_by_terminated(tmp_path, monkeypatch, capsys):
