@@ -25,9 +25,10 @@ GAME = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
 
 def play(scripted, policy, port, steps, seed):
     """(mean episode length, share of episodes that ended in a catch, episodes) of the 8 agents the
-    trainer plays, against the side the game plays (--scripted)."""
+    trainer plays, against the side the game plays (--scripted). scripted None: the game plays neither
+    side, policy is (the chasers', the runners'), and each pair's episode counts once (its chaser's)."""
     proc = subprocess.Popen([GAME, f"--port={port}", f"--env_seed={seed}", "--fixed-fps", "60",
-                             f"--scripted={scripted}"], start_new_session=True,
+                             *([f"--scripted={scripted}"] if scripted else [])], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     game = ppo_godot.GuardedGodotEnv(port, proc, 30)
     try:
@@ -36,17 +37,22 @@ def play(scripted, policy, port, steps, seed):
         rng = np.random.default_rng(seed)
         lengths, caught, length = [], 0, np.zeros(len(reply["obs"]))
         for _ in range(steps):
-            obs = np.array([agent["obs"] for agent in reply["obs"]])
-            game._send_as_json({"type": "action", "action": policy(obs, rng)})
+            obs = [agent["obs"] for agent in reply["obs"]]
+            if scripted:
+                actions = policy(np.array(obs), rng)
+            else:  # chaser 0, its runner 1, chaser 2, ...
+                chasers, runners = policy[0](np.array(obs[0::2]), rng), policy[1](np.array(obs[1::2]), rng)
+                actions = [action for pair in zip(chasers, runners) for action in pair]
+            game._send_as_json({"type": "action", "action": actions})
             reply = ppo_godot.await_reply(game, 10)
-            for i, (done, info) in enumerate(zip(reply["done"], reply["info"])):
-                if info["autoreset"]:  # a step that only reset the pair
+            for i in range(0, len(reply["done"]), 1 if scripted else 2):
+                if reply["info"][i]["autoreset"]:  # a step that only reset the pair
                     continue
                 length[i] += 1
-                if done:
+                if reply["done"][i]:
                     lengths.append(length[i])
                     length[i] = 0
-                    caught += not info["truncated"]
+                    caught += not reply["info"][i]["truncated"]
     finally:
         game._send_as_json({"type": "close"})
         proc.wait(timeout=10)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from chase_tag_baselines import play, untrained_chaser, untrained_runner
-from common import REPO, draw_seeds, read_run, write_table
+from common import REPO, draw_seeds, read_run, save_figure, write_table
 
 sys.path.insert(0, str(REPO))
 import ppo_godot_multi_policy  # noqa: E402
@@ -110,12 +110,7 @@ def plot(curves, command, out):
     fig.suptitle("Chase tag mode: " + ", ".join(f"the {name} trained {', '.join(runs)}" for name, runs in curves.items())
                  + "\nline: mean over seeds; band: min-max over seeds; a time-out ends an episode at 100 steps",
                  fontsize=9)
-    fig.text(0.01, 0.01, command, fontsize=7, color="gray")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
-    print(f"figure: {out}")
+    save_figure(fig, out, command, width=150)
 
 
 def main():

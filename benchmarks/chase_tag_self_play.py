@@ -33,7 +33,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -42,10 +41,9 @@ import torch
 
 from chase_tag_baselines import fleeing_runner, heading_chaser, play
 from chase_tag_learning import greedy
-from common import REPO, draw_seeds, read_run, write_table
+from common import REPO, draw_seeds, read_run, save_figure, write_table
 
 sys.path.insert(0, str(REPO))
-import ppo_godot  # noqa: E402
 import ppo_godot_multi_policy  # noqa: E402
 
 GAMES = REPO / "godot" / "chase"
@@ -91,46 +89,15 @@ def untrained(name, seed):
     return policy
 
 
-def play_pair(chaser, runner, port, steps, seed):
-    """(mean episode length, share of episodes that ended in a catch, episodes) of 8 chaser-runner pairs of
-    chase_tag, each side played from Python; a pair's episode counted once (its chaser's)."""
-    proc = subprocess.Popen([str(GAMES / "chase_tag.x86_64"), f"--port={port}", f"--env_seed={seed}",
-                             "--fixed-fps", "60"], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    game = ppo_godot.GuardedGodotEnv(port, proc, 30)
-    try:
-        game._send_as_json({"type": "reset"})
-        reply = ppo_godot.await_reply(game, 10)
-        rng = np.random.default_rng(seed)
-        lengths, caught, length = [], 0, np.zeros(len(reply["obs"]))
-        for _ in range(steps):
-            obs = [agent["obs"] for agent in reply["obs"]]  # chaser 0, its runner 1, chaser 2, ...
-            chasers, runners = chaser(np.array(obs[0::2]), rng), runner(np.array(obs[1::2]), rng)
-            game._send_as_json({"type": "action", "action": [a for pair in zip(chasers, runners) for a in pair]})
-            reply = ppo_godot.await_reply(game, 10)
-            for i in range(0, len(reply["done"]), 2):
-                if reply["info"][i]["autoreset"]:  # a step that only reset the pair
-                    continue
-                length[i] += 1
-                if reply["done"][i]:
-                    lengths.append(length[i])
-                    length[i] = 0
-                    caught += not reply["info"][i]["truncated"]
-    finally:
-        game._send_as_json({"type": "close"})
-        proc.wait(timeout=10)
-    return float(np.mean(lengths)), caught / len(lengths), len(lengths)
-
-
 def match(chaser, runner, port, steps, seed):
     """One cell's game for one seed: a side that is None is the game's script."""
-    if chaser is None and runner is None:
-        return play_pair(heading_chaser, fleeing_runner, port, steps, seed)
+    if chaser is None and runner is None:  # the scripts' Python copies
+        return play(None, (heading_chaser, fleeing_runner), port, steps, seed)
     if chaser is None:
         return play("chaser", runner, port, steps, seed)
     if runner is None:
         return play("runner", chaser, port, steps, seed)
-    return play_pair(chaser, runner, port, steps, seed)
+    return play(None, (chaser, runner), port, steps, seed)
 
 
 def contestant(kind, name, seed, runs):
@@ -179,13 +146,7 @@ def plot(curves, command, out):
     fig.suptitle("Chase tag mode, chaser and runner learning in one game: with --self-play and without it "
                  "(together)\nline: mean over seeds; band: min-max over seeds; together has no snapshots, "
                  "so no rating", fontsize=9)
-    caption = textwrap.wrap(command, 150)  # a long command on as many lines as it needs
-    fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, color="gray")
-    fig.tight_layout(rect=(0, 0.03 * len(caption), 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
-    plt.close(fig)
-    print(f"figure: {out}")
+    save_figure(fig, out, command, width=150)
 
 
 def main():

@@ -109,10 +109,16 @@ def plot_returns(name, curves, title, command, window=100, lines=()):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title + "\nline: mean over seeds; band: min-max over seeds", fontsize=9)
-    caption = textwrap.wrap(command, 120)  # a long command on as many lines as it needs
+    save_figure(fig, REPO / "benchmarks" / "figures" / f"{name}.png", command)
+
+
+def save_figure(fig, out, command, width=120):
+    """The figure as `out`, the command that made it written under it, on as many lines as it needs."""
+    import matplotlib.pyplot as plt
+
+    caption = textwrap.wrap(command, width)
     fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, color="gray")
     fig.tight_layout(rect=(0, 0.03 * len(caption), 1, 1))
-    out = REPO / "benchmarks" / "figures" / f"{name}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=80)
     plt.close(fig)

@@ -94,26 +94,31 @@ def test_the_baselines_benchmark_tells_a_chaser_that_heads_for_its_runner_from_o
     assert not game_pids(port)
 
 
+def run_benchmark(name, argv, tmp_path, monkeypatch):
+    """benchmarks/<name>.py's main() with argv, writing under tmp_path; (its module, its table, its figure)."""
+    module, common = benchmark(name), benchmark("common")
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.setattr(common, "REPO", tmp_path)  # where the table goes
+    figure = tmp_path / "benchmarks" / "figures" / f"{name}.png"
+    monkeypatch.setattr(module, "FIGURE", figure)
+    monkeypatch.setattr("sys.argv", [f"{name}.py", *argv])
+    module.main()
+    return module, (tmp_path / "benchmarks" / "results" / f"{name}.md").read_text(), figure
+
+
 def test_the_learning_benchmark_trains_each_way_and_plays_each_trained_policy_against_the_script(
         port, tmp_path, monkeypatch):
     """On tiny budgets: a row for each policy, each way it was trained and each seed, beside the untrained
     ones; and a figure of both policies' returns and lengths."""
     needs_godot()
-    learning = benchmark("chase_tag_learning")
-    common = benchmark("common")
-    (tmp_path / "benchmarks").mkdir()
-    monkeypatch.setattr(common, "REPO", tmp_path)  # where the table goes
-    monkeypatch.setattr(learning, "FIGURE", tmp_path / "benchmarks" / "figures" / "chase_tag_learning.png")
-    monkeypatch.setattr("sys.argv", ["chase_tag_learning.py", "--seeds", "1", "--total-timesteps", "2048",
-                                     "--eval-steps", "150", "--port", str(port)])
-    learning.main()
-    table = (tmp_path / "benchmarks" / "results" / "chase_tag_learning.md").read_text()
+    _, table, figure = run_benchmark("chase_tag_learning", ["--seeds", "1", "--total-timesteps", "2048",
+                                                             "--eval-steps", "150", "--port", str(port)],
+                                     tmp_path, monkeypatch)
     rows = [line for line in table.splitlines() if line.startswith(("| chaser", "| runner"))]
     assert [tuple(cell.strip() for cell in row.split("|")[1:4]) for row in rows] == [
         ("chaser", "untrained", "-"), ("chaser", "together", "1"), ("chaser", "against the script", "1"),
         ("runner", "untrained", "-"), ("runner", "together", "1"), ("runner", "against the script", "1")]
     assert all(int(row.split("|")[7]) >= 8 for row in rows)  # every agent's episode ended, by a time-out at most
-    figure = tmp_path / "benchmarks" / "figures" / "chase_tag_learning.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not game_pids(port)
 
@@ -123,16 +128,10 @@ def test_the_self_play_benchmark_trains_four_ways_and_plays_every_chaser_against
     """On tiny budgets: the margins' rows for each way of training, a 5 x 5 cross-play table, and a figure of
     both policies' returns and ratings."""
     needs_godot()
-    self_play = benchmark("chase_tag_self_play")
-    common = benchmark("common")
-    (tmp_path / "benchmarks").mkdir()
-    monkeypatch.setattr(common, "REPO", tmp_path)  # where the table goes
-    monkeypatch.setattr(self_play, "FIGURE", tmp_path / "benchmarks" / "figures" / "chase_tag_self_play.png")
-    monkeypatch.setattr("sys.argv", ["chase_tag_self_play.py", "--seeds", "1", "--total-timesteps", "2048",
-                                     "--eval-steps", "120", "--port", str(port), "--workdir", str(tmp_path / "runs"),
-                                     "--self-play-args", "--self-play-team-change 512"])
-    self_play.main()
-    table = (tmp_path / "benchmarks" / "results" / "chase_tag_self_play.md").read_text()
+    self_play, table, figure = run_benchmark(
+        "chase_tag_self_play", ["--seeds", "1", "--total-timesteps", "2048", "--eval-steps", "120", "--port",
+                                str(port), "--workdir", str(tmp_path / "runs"), "--self-play-args",
+                                "--self-play-team-change 512"], tmp_path, monkeypatch)
     margins = [line.split("|")[1].strip() for line in table.splitlines() if ", seed 1 |" in line]
     assert margins == ["self-play, seed 1", "together, seed 1", "against the script, seed 1"]
     cross = [line for line in table.splitlines() if line.startswith("| ") and " / " in line]
@@ -143,8 +142,7 @@ def test_the_self_play_benchmark_trains_four_ways_and_plays_every_chaser_against
             assert 0 <= int(caught.strip(" %")) <= 100 and 1 <= float(length) <= 100
     # the self-play run took turns: its learning flag changed, and its ratings were logged
     run = next((tmp_path / "runs").glob("self-play_chase_tag_1/runs/*"))
-    learning = [event.value for event in common.read_run(run).Scalars("self_play/learning/chaser")]
+    learning = [event.value for event in benchmark("common").read_run(run).Scalars("self_play/learning/chaser")]
     assert 0.0 in learning and 1.0 in learning
-    figure = tmp_path / "benchmarks" / "figures" / "chase_tag_self_play.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not game_pids(port)
