@@ -1949,7 +1949,10 @@ def close_games(envs):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=2)
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+                if hasattr(os, "killpg"):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                else:  # Windows has no process groups: end the game itself
+                    proc.kill()
             proc.wait()
             if proc.log_temporary:  # a run that never started, or an evaluation: its errors quoted the log
                 with contextlib.suppress(OSError):

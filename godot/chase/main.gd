@@ -33,6 +33,12 @@ extends Node
 # ("camera_usec": drawing and reading back, then hex-encoding), for benchmarks. Rendering needs the windowed
 # engine (godot3-runner) on a display; a headless one has no image and sends black frames.
 # --screenshot=PATH saves the window (agent 0's arena, larger) as PNG when it first draws.
+#
+# --policy=PATH plays without a trainer (no Python at all): every agent acts by an exported GDScript
+# policy (ppo_godot.py --gdscript-export-path), PATH absolute or res://; in tag mode
+# --policy_chaser=PATH --policy_runner=PATH give each side its own. Each agent's first
+# ceil(--episodes / agents) episodes (--episodes 100 by default) are printed with their return, then
+# each policy's mean, as ppo_godot.py --eval-checkpoint counts them; then the game quits.
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -74,6 +80,13 @@ var drawn = null  # camera: the viewport's last image
 var screenshot = ""  # camera: where to save the window's first drawing
 var camera_usec = [0, 0]  # camera: microseconds the last observations took to draw and read back, and to hex-encode
 var marks = []  # camera: [agent square, target square] of each arena drawn, the window's last
+var policies = []  # --policy: each agent's exported policy; empty when a trainer plays
+var rounds = 0  # --policy: the episodes each agent plays
+var returns = []  # --policy: each agent's return so far in its episode, its length, its episodes ended
+var lengths = []
+var ended = []
+var totals = {}  # --policy: each policy's counted episodes, [their number, the sum of their returns]
+var acting = false  # --policy: an action is under way
 
 
 func _ready():
@@ -94,6 +107,9 @@ func _ready():
 	make_agents()
 	if camera:
 		make_cameras()
+	if args.has("policy") or args.has("policy_" + names()[0]):
+		play_alone()
+		return
 	connected = connect_to_trainer()
 	if not connected:
 		printerr("chase: no trainer listening on 127.0.0.1:%d" % port)
@@ -130,7 +146,73 @@ func connect_to_trainer():
 	return false
 
 
+func play_alone():
+	if camera:
+		printerr("chase: --policy plays vector observations only (camera policies ship as ONNX)")
+		get_tree().quit(2)
+		return
+	var loaded = {}
+	for name in names():
+		var path = args.get("policy_" + name, args.get("policy", ""))
+		if not loaded.has(path):
+			var script = load(path) if path != "" else null
+			if script == null:
+				printerr("chase: no policy for %s: give --policy=PATH or --policy_%s=PATH (a .gd file)" % [name, name])
+				get_tree().quit(2)
+				return
+			loaded[path] = script.new()
+		policies.append(loaded[path])
+	rounds = int(ceil(float(args.get("episodes", "100")) / n_agents))
+	for i in range(n_agents):
+		returns.append(0.0)
+		lengths.append(0)
+		ended.append(0)
+	reset_all()  # as the trainer's first reset message does
+
+
+func act_alone():
+	if acting:
+		end_action()
+		count_episodes()
+		if ended.min() >= rounds:
+			for name in totals:
+				print("policy=%s mean_return=%.6f over %d episodes" % [name, totals[name][1] / totals[name][0],
+					totals[name][0]])
+			policies = []  # done: no more actions
+			get_tree().quit()
+			return
+	var actions = []
+	for i in range(n_agents):
+		actions.append(policies[i].act(observation(i)))
+	start_action(actions)
+	acting = true
+
+
+func count_episodes():
+	for i in range(n_agents):
+		returns[i] += rewards[i]
+		if not autoreset[i]:  # a step that only resets belongs to no episode
+			lengths[i] += 1
+		if dones[i]:
+			if ended[i] < rounds:
+				var total = totals.get(names()[i], [0, 0.0])
+				totals[names()[i]] = [total[0] + 1, total[1] + returns[i]]
+				print("policy=%s agent=%d episodic_return=%.6f episodic_length=%d (%s)" % [names()[i], i,
+					returns[i], lengths[i], "time-out" if truncated[i] else "terminated"])
+			ended[i] += 1
+			returns[i] = 0.0
+			lengths[i] = 0
+			if plugin:  # sync.gd clears an agent's done once it has sent it
+				dones[i] = false
+
+
 func _physics_process(_delta):
+	if not policies.empty():
+		if tick_in_action == 0:
+			act_alone()
+		tick_all()
+		tick_in_action = (tick_in_action + 1) % action_repeat
+		return
 	if not connected:
 		return
 	if camera and Engine.get_idle_frames() < 2:  # the squares are recorded for drawing on idle frames
