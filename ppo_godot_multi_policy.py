@@ -2006,8 +2006,9 @@ class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
     it, float [1, size] (a camera's: its H x W x C pixels as floats 0-255, in the bytes' order,
     reshaped and scaled by the model), plus state_ins; out come `output`, the actions in the game's
-    declared order (a discrete action's log probabilities; a continuous action's mean, followed by
-    its log std when the game mixes both kinds, as the plugin's ONNX wrapper then expects), and
+    declared order (a discrete action's log probabilities, shifted so that the largest is 1; a continuous
+    action's mean, followed by its log std when the game mixes both kinds, as the plugin's ONNX wrapper
+    then expects), and
     state_outs (state_ins passed through: the plugin's slot for a recurrent state)."""
 
     def __init__(self, agent):
@@ -2022,7 +2023,9 @@ class OnnxPolicy(nn.Module):
         output = []
         for (kind, _), dist in zip(self.agent.heads, self.agent.policy(self.agent.encode(x))):
             if kind == "discrete":
-                output.append(dist)  # log pi: the same argmax, and the same softmax, as the logits
+                # log pi + a constant: the logits' argmax and softmax; an older plugin's argmax (before its
+                # commit fda220a) starts at 0 and so needs a largest output above 0
+                output.append(dist - dist.amax(dim=-1, keepdim=True) + 1.0)
             else:
                 output += list(dist) if self.with_logstd else [dist[0]]
         return torch.cat(output, dim=-1), state_ins
