@@ -690,7 +690,7 @@ def parse_and_check(p, flag, argv):
                         "end of training, on Ctrl-C, or from --export-checkpoint)")
     p.add_argument("--gdscript-export-path", default=None,
                    help="also export the policy as one plain GDScript file, which any Godot build plays (no .NET; "
-                        "web and mobile too): docs/shipping-your-agent.md. Written when the ONNX file is")
+                        "web and mobile too), written when the ONNX file is")
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and --gdscript-export-path and exit: no "
                         "training, no game")
@@ -718,7 +718,8 @@ def parse_and_check(p, flag, argv):
         fail("--track needs the wandb package: pip install -r requirements-track.txt")
     if args.export_checkpoint and not (args.onnx_export_path or args.gdscript_export_path):
         fail("--export-checkpoint writes the model to --onnx-export-path or --gdscript-export-path: give one")
-    for flag, path in (("--onnx-export-path", args.onnx_export_path), ("--gdscript-export-path", args.gdscript_export_path)):
+    for flag, path in (("--onnx-export-path", args.onnx_export_path),
+                       ("--gdscript-export-path", args.gdscript_export_path)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             fail(f"{flag} {path!r}: its folder does not exist")
     if args.env_path is not None and not (os.path.isfile(args.env_path) and os.access(args.env_path, os.X_OK)):
@@ -1625,14 +1626,15 @@ def gdscript_problem(obs_layout, action_heads, actor=None):
     """Why the export cannot write this policy as GDScript, or None."""
     cameras = [key for key, _ in obs_layout if is_camera(key)]
     if cameras:
-        return (f"--gdscript-export-path: the observation key {cameras[0]!r} is a camera, and its CNN in GDScript "
-                f"takes about 25 ms a decision, more than a 60 fps frame (benchmarks/gdscript_speed.py): ship a "
+        return (f"--gdscript-export-path: the observation key {cameras[0]!r} is a camera, and a CNN is no job for "
+                f"GDScript (36 x 36 pixels: ~740,000 multiply-adds a decision, the 64-64 MLP's ~6,000): ship a "
                 f"camera policy with --onnx-export-path")
     for name in [key for key, _ in obs_layout] + [name for name, _, _ in action_heads]:
         if any(ord(c) > 0xFFFF for c in name):  # GDScript 3 reads \\u escapes of four digits only
             return f"--gdscript-export-path: the name {name!r} holds a character beyond U+FFFF: rename it in the game"
     layers = list(actor) if isinstance(actor, nn.Sequential) else [actor]
-    writable = [isinstance(layer, nn.Linear) or (type(layer) in GDSCRIPT_ACTIVATIONS and i and isinstance(layers[i - 1], nn.Linear))
+    writable = [isinstance(layer, nn.Linear)
+                or (type(layer) in GDSCRIPT_ACTIVATIONS and i > 0 and isinstance(layers[i - 1], nn.Linear))
                 for i, layer in enumerate(layers)]
     if actor is not None and not all(writable):
         return (f"--gdscript-export-path: the actor is {' -> '.join(type(layer).__name__ for layer in layers)}; the "
@@ -1648,7 +1650,8 @@ def gdscript_number(value):
 
 def gdscript_layers(actor, inputs):
     """The actor as GDScript lines, each layer's outputs written out in full, its weights as numbers in the
-    code (1.8x faster in Godot 3.2.3 than loops over arrays of weights). Returns (lines, the output's name)."""
+    code: 0.34 ms a decision of a 20-64-64-5 MLP in Godot 3.2.3, against 0.62 ms for loops over arrays of
+    weights. Returns (lines, the output's name)."""
     lines, outputs, layers = [], inputs, list(actor)
     for i, layer in enumerate(layers):
         if isinstance(layer, nn.Linear):

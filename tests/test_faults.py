@@ -78,9 +78,11 @@ BAD_INPUT = {  # fault: {script: (argv, what the line says)}
     # ppo_lstm.py: a minibatch of whole sequences of 2 steps or more never has 1 row; 1-step sequences are refused
     "sequences of one step": {"ppo_lstm.py": (["--num-steps", "1"], "sequences of at least 2 steps")},
     "--cuda without a GPU": {s: (["--cuda"], "sees no CUDA GPU") for s in TRAINING},
-    "export without a path": {"ppo_godot.py": (["--export-checkpoint", "x.pt"], "give that too")},
+    "export without a path": {"ppo_godot.py": (["--export-checkpoint", "x.pt"], "--gdscript-export-path: give one")},
     "export to a missing folder": {"ppo_godot.py": (["--onnx-export-path", "no/such/dir/m.onnx"],
                                                     "its folder does not exist")},
+    "GDScript export to a missing folder": {"ppo_godot.py": (["--gdscript-export-path", "no/such/dir/npc.gd"],
+                                                             "--gdscript-export-path 'no/such/dir/npc.gd': its folder")},
     "checkpoints at a negative interval": {s: (["--checkpoint-minutes", "-1"], "--checkpoint-minutes must be 0")
                                            for s in TRAINING},
     "checkpoints at no interval": {s: (["--checkpoint-minutes", "nan"], "--checkpoint-minutes must be 0")

@@ -276,7 +276,8 @@ def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_e
         storage, next_obs = multi.policy_rows(policy, rollout, rows.numpy())
         learned[name] = (storage.obs.shape, storage.actions.shape, next_obs.shape)
     assert learned == {"watcher": ((4, 2, 3888), (4, 2, 1), (2, 3888)), "mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
-    written = multi.export_policies(agents, str(tmp_path / "two.onnx"))
+    written = multi.export_policy(agents, multi.argparse.Namespace(
+        onnx_export_path=str(tmp_path / "two.onnx"), gdscript_export_path=None))
     assert "two_watcher.onnx" in written and "two_mover.onnx" in written
     for name, key in (("watcher", "eye_2d"), ("mover", "obs")):
         session = onnxruntime.InferenceSession(str(tmp_path / f"two_{name}.onnx"), providers=["CPUExecutionProvider"])

@@ -132,7 +132,7 @@ MULTI_POLICY = {
                    "its weights returned": (
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
                        "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout",
-                       "args.resume", "else:", "load_checkpoint",
+                       "args.resume", "else:", "load_checkpoint", "gdscript_export_path",
                        "checkpoint holds them", "SystemExit", "raise", "envs.close()"),
                    "--self-play-pool's names and files are checked as --frozen-policy's, and --self-play's game": (
                        "self_play", "self-play", "pool", "export without a game", "team_change_note")},
@@ -146,8 +146,7 @@ MULTI_POLICY = {
     "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
     "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
                         "it once trained": ('checkpoint["script"]', "ppo_godot.py's too")},
-    "GameRun": {"a model per policy": ("export_",),
-                "--self-play's state goes into each boundary and comes back on --resume; its ratings into the "
+    "GameRun": {"--self-play's state goes into each boundary and comes back on --resume; its ratings into the "
                 "progress line": ("self_play", "self-play", "on a game fault.", "def guard(", "mark_boundary",
                                   "progress_note")},
     "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "obs_layout", "agents_of",
@@ -158,8 +157,10 @@ MULTI_POLICY = {
                      "checked; agents of one name share spaces": (
                          "polic", "agent", "where", "name", "spaces", "for key, space in", "alike", "letters, digits")},
     "export_checkpoint": {"a file per policy, each an Agent built from its saved layouts": (
-        "polic", "own_kind", "saved_agent", "weights", "export_onnx(", "saved model to ONNX", "load_checkpoint",
-        "Agent(", "try:", "except")},
+        "polic", "own_kind", "saved_agent", "weights", "saved model to ONNX", "Agent(", "try:", "except",
+        "saved_layout(", "agents.agents[name]")},
+    "export_policy": {"a file per policy, named after it": ("agents", "polic", "name", "trained", "layout",
+                                                            "AIController", "action_repeat_note")},
 }
 ONLY_IN_PPO_GODOT = {
     "saved_layout": "a checkpoint's one policy (a checkpoint of several gets one line naming "
@@ -177,8 +178,7 @@ ONLY_IN_MULTI_POLICY = {
     "misfit": "why a saved policy cannot play the game's",
     "frozen_source": "the line that says which file, run and step a frozen policy comes from",
     "load_policies": "every policy's weights from a checkpoint",
-    "onnx_path": "a file per policy",
-    "export_policies": "a file per policy",
+    "policy_path": "a file per policy",
     "name_and_checkpoint": "--frozen-policy's and --self-play-pool's NAME=CHECKPOINT",
     "self_play_problem": "a self-play setting that cannot work",
     "self_play_game_problem": "a game where --self-play cannot work",

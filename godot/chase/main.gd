@@ -81,6 +81,7 @@ var screenshot = ""  # camera: where to save the window's first drawing
 var camera_usec = [0, 0]  # camera: microseconds the last observations took to draw and read back, and to hex-encode
 var marks = []  # camera: [agent square, target square] of each arena drawn, the window's last
 var policies = []  # --policy: each agent's exported policy; empty when a trainer plays
+var agent_names = []  # --policy: each agent's policy name
 var rounds = 0  # --policy: the episodes each agent plays
 var returns = []  # --policy: each agent's return so far in its episode, its length, its episodes ended
 var lengths = []
@@ -107,7 +108,10 @@ func _ready():
 	make_agents()
 	if camera:
 		make_cameras()
-	if args.has("policy") or args.has("policy_" + names()[0]):
+	var given = false  # --policy or --policy_<name>
+	for key in args:
+		given = given or key == "policy" or key.begins_with("policy_")
+	if given:
 		play_alone()
 		return
 	connected = connect_to_trainer()
@@ -152,7 +156,8 @@ func play_alone():
 		get_tree().quit(2)
 		return
 	var loaded = {}
-	for name in names():
+	agent_names = names()
+	for name in agent_names:
 		var path = args.get("policy_" + name, args.get("policy", ""))
 		if not loaded.has(path):
 			var script = load(path) if path != "" else null
@@ -195,9 +200,9 @@ func count_episodes():
 			lengths[i] += 1
 		if dones[i]:
 			if ended[i] < rounds:
-				var total = totals.get(names()[i], [0, 0.0])
-				totals[names()[i]] = [total[0] + 1, total[1] + returns[i]]
-				print("policy=%s agent=%d episodic_return=%.6f episodic_length=%d (%s)" % [names()[i], i,
+				var total = totals.get(agent_names[i], [0, 0.0])
+				totals[agent_names[i]] = [total[0] + 1, total[1] + returns[i]]
+				print("policy=%s agent=%d episodic_return=%.6f episodic_length=%d (%s)" % [agent_names[i], i,
 					returns[i], lengths[i], "time-out" if truncated[i] else "terminated"])
 			ended[i] += 1
 			returns[i] = 0.0
