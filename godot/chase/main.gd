@@ -37,8 +37,8 @@ extends Node
 # --policy=PATH plays without a trainer (no Python at all): every agent acts by an exported GDScript
 # policy (ppo_godot.py --gdscript-export-path), PATH absolute or res://; in tag mode
 # --policy_chaser=PATH --policy_runner=PATH give each side its own. Each agent's first
-# ceil(--episodes / agents) episodes (--episodes 100 by default) are printed with their return, then
-# each policy's mean, as ppo_godot.py --eval-checkpoint counts them; then the game quits.
+# ceil(--episodes / the agents of the policy that has fewest) episodes (--episodes 100 by default) are
+# printed with their return, then each policy's mean, as --eval-checkpoint counts them; then it quits.
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -167,7 +167,10 @@ func play_alone():
 				return
 			loaded[path] = script.new()
 		policies.append(loaded[path])
-	rounds = int(ceil(float(args.get("episodes", "100")) / n_agents))
+	var agents_of = {}  # each policy's agents: the one of fewest plays --episodes, as in --eval-checkpoint
+	for name in agent_names:
+		agents_of[name] = agents_of.get(name, 0) + 1
+	rounds = int(ceil(float(args.get("episodes", "100")) / agents_of.values().min()))
 	for i in range(n_agents):
 		returns.append(0.0)
 		lengths.append(0)
