@@ -365,7 +365,7 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("solution_path", paths, ids=[Path(p).stem for p in paths], scope="module")
 
 
-def plugin_inference(session, obs, action_space):
+def plugin_inference(session, obs, action_space, older=False):
     """The Godot RL Agents plugin's in-game inference, reimplemented from its source (commit bf5d6a2
     of edbeeching/godot_rl_agents_plugin, addons/godot_rl_agents/): ONNXInference.cs feeds state_ins
     and one [1, len] input per key of get_obs(), named after the key, and reads `output`, whose width
@@ -373,7 +373,8 @@ def plugin_inference(session, obs, action_space):
     is their sum outputs means only; otherwise a continuous action takes 2 x size slots, mean then
     log std); sync.gd's _extract_action_dict walks the game's declared actions in order, taking the
     first largest logit of a discrete action (deterministic_inference) and clamping a continuous
-    one's mean to [-1, 1]. obs and action_space are dicts in the game's order."""
+    one's mean to [-1, 1]. older: the plugin from 6245daa until fda220a, whose argmax starts at a largest
+    logit of 0 and index 0 and takes only a larger one. obs and action_space are dicts in the game's order."""
     feed = {"state_ins": np.array([1.0], np.float32)}
     feed.update({key: np.array([values], np.float32) for key, values in obs.items()})
     output = session.run(["output", "state_outs"], feed)[0][0].tolist()
@@ -385,7 +386,14 @@ def plugin_inference(session, obs, action_space):
         size = spec["size"]
         if spec["action_type"] == "discrete":
             logits = output[index:index + size]
-            actions[key] = max(range(size), key=lambda i: (logits[i], -i))  # the first of equal maxima
+            if older:
+                best, largest = 0, 0.0
+                for i, logit in enumerate(logits):
+                    if logit > largest:
+                        best, largest = i, logit
+                actions[key] = best
+            else:
+                actions[key] = max(range(size), key=lambda i: (logits[i], -i))  # the first of equal maxima
             index += size
         else:
             actions[key] = [min(max(v, -1.0), 1.0) for v in output[index:index + size]]
@@ -393,7 +401,8 @@ def plugin_inference(session, obs, action_space):
     return actions
 
 
-def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=200, obs_range=1.0, tol=1e-5):
+def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=200, obs_range=1.0, tol=1e-5,
+                                   older=False):
     """On random observations, the action the plugin's inference (plugin_inference) takes from the
     ONNX model is the torch policy's deterministic action as ppo_godot.py sends it. obs_space
     {key: size, or a camera's (H, W, C)} and action_space {name: (kind, size)} are the game's, in its order."""
@@ -407,7 +416,7 @@ def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=20
         x = torch.tensor([sum((obs[key] for key in sorted(obs)), [])])
         with torch.no_grad():
             expected = ppo_godot.to_game_action(agent.get_greedy_action(x)[0].numpy(), heads)
-        played = plugin_inference(session, obs, declared)
+        played = plugin_inference(session, obs, declared, older)
         assert list(played) == list(expected)
         for name, (kind, _) in action_space.items():
             if kind == "discrete":

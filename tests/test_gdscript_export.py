@@ -1,0 +1,198 @@
+"""--gdscript-export-path on Debian's Godot 3 engine: the exported file, run by the engine
+(godot/run_policy.gd), acts as the torch policy does on observations recorded from the real game, for
+each action kind and for several keys; the demo game plays it alone (no Python) to the mean return
+--eval-checkpoint gets; and gdtoolkit's Godot 4 parser reads the exported files and every GDScript
+snippet in the docs (no Godot 4 engine installs here)."""
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import ppo_godot
+import ppo_godot_multi_policy as multi
+from conftest import REPO, free_port, needs_godot, run_script
+
+GAMES = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
+         for kind in ("discrete", "multidiscrete", "continuous", "plugin", "tag")}
+RUN_POLICY = REPO / "godot" / "run_policy.gd"
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def recorded_game(kind, steps=200):
+    """A random policy far from uniform (last layer's weights of std 2; a continuous action's rows 0.25
+    of that, so that its means fall inside and outside [-1, 1])
+    and what its 16 agents observed in the real game over `steps` steps, each observation once (an agent
+    pressed into a corner sees the same one until its time-out): (agent, layout, actions, rows)."""
+    envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", GAMES[kind], "--port", str(free_port())]))
+    try:
+        torch.manual_seed(0)
+        agent = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
+        with torch.no_grad():
+            agent.actor[-1].weight.normal_(std=2.0)
+            row = 0
+            for _, kind_, size in envs.action_heads:
+                if kind_ == "continuous":
+                    agent.actor[-1].weight[row:row + size] *= 0.25
+                row += size
+        rows = [envs.reset()[0]]
+        for _ in range(steps - 1):
+            with torch.no_grad():
+                rows.append(envs.step(agent.get_action(torch.as_tensor(rows[-1])).numpy())[0])
+    finally:
+        envs.close()
+    return agent, envs.obs_layout, envs.action_heads, np.unique(np.concatenate(rows), axis=0)
+
+
+def as_get_obs(row, obs_layout):
+    """A row split back into the get_obs() dictionary the game sent, its keys in reverse order (act() looks
+    them up by name)."""
+    sizes = [shape[0] for _, shape in obs_layout]
+    parts = np.split(row, np.cumsum(sizes)[:-1])
+    return {key: part.tolist() for (key, _), part in reversed(list(zip(obs_layout, parts)))}
+
+
+def engine_plays(policy_path, observations, folder, *flags):
+    """The actions the exported file chose in Godot 3 for each observation, and its microseconds a decision."""
+    (folder / "obs.json").write_text(json.dumps(observations))
+    subprocess.run(["godot3-server", "-s", str(RUN_POLICY), f"--policy={policy_path}",
+                    f"--observations={folder / 'obs.json'}", f"--actions={folder / 'actions.json'}", *flags],
+                   check=True, capture_output=True, timeout=120, cwd=folder)
+    played = json.loads((folder / "actions.json").read_text())
+    return played["actions"], played["usec_per_decision"]
+
+
+@pytest.mark.parametrize("kind", ["discrete", "multidiscrete", "continuous", "plugin"])
+def test_the_engine_plays_the_exported_file_as_torch_does(kind, tmp_path):
+    """plugin: the game as the Godot RL Agents plugin makes it: two keys declared out of alphabetical order,
+    a discrete and a continuous action."""
+    needs_godot()
+    agent, obs_layout, action_heads, rows = recorded_game(kind)
+    assert len(rows) >= 1000
+    path = tmp_path / "policy.gd"
+    ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "the tests")
+    played, _ = engine_plays(path, [as_get_obs(row, obs_layout) for row in rows], tmp_path)
+    with torch.no_grad():
+        greedy = agent.get_greedy_action(torch.as_tensor(rows)).numpy()
+    expected = [ppo_godot.to_game_action(action, action_heads) for action in greedy]
+    assert len(played) == len(expected)
+    inside = []
+    for i, (got, want) in enumerate(zip(played, expected)):
+        assert list(got) == list(want), i  # the names in declared order, as set_action() reads them
+        for name, kind_, _ in action_heads:
+            if kind_ == "discrete":
+                assert got[name] == want[name], (i, name, got, want)
+            else:
+                np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=f"{i} {name}")
+                inside += [abs(v) < 1 for v in want[name]]
+    if inside:  # the test sees means inside [-1, 1], not only clamped ones
+        assert 0.1 < np.mean(inside) < 0.9, np.mean(inside)
+    if kind == "plugin":
+        assert [key for key, _ in obs_layout] == ["position", "to_target"]  # sorted; the game declares to_target first
+
+
+def test_the_sampled_mode_draws_from_the_policy(tmp_path):
+    """act(obs, true): a discrete action's choices as often as pi(a|s) says, a continuous one's mean +
+    std * N(0, 1) (its observation keeps the mean near 0, away from the clamp)."""
+    needs_godot()
+    torch.manual_seed(1)
+    layout, heads = [("obs", (3,))], [("move", "discrete", 4), ("aim", "continuous", 1)]
+    agent = ppo_godot.Agent(layout, heads)
+    with torch.no_grad():
+        agent.actor[-1].weight[:4].normal_(std=1.0)
+        agent.actor[-1].weight[4:].zero_()
+        agent.actor[-1].bias.zero_()
+        agent.actor_logstd.fill_(np.log(0.2))
+    path = tmp_path / "policy.gd"
+    ppo_godot.export_gdscript(agent, layout, heads, str(path), "the tests")
+    obs = [0.5, -1.0, 2.0]
+    n = 4000
+    played, _ = engine_plays(path, [{"obs": obs}] * n, tmp_path, "--sample", "--seed=7")
+    with torch.no_grad():
+        pi = agent.policy(torch.tensor([obs]))[0].exp()[0].numpy()
+    frequencies = np.bincount([a["move"] for a in played], minlength=4) / n
+    np.testing.assert_allclose(frequencies, pi, atol=0.03)  # 4 standard errors at most
+    aims = np.array([a["aim"][0] for a in played])
+    assert abs(aims.mean()) < 0.02 and abs(aims.std() - 0.2) < 0.02
+    greedy, _ = engine_plays(path, [{"obs": obs}] * 3, tmp_path)
+    assert all(a == {"move": int(pi.argmax()), "aim": [0.0]} for a in greedy)
+
+
+def played_alone(game, policies, episodes, seed, folder):
+    """The demo game run with exported files and no trainer: {policy name: mean return}, from its lines."""
+    flags = [f"--policy{'_' + name if name else ''}={path}" for name, path in policies.items()]
+    proc = subprocess.run([game, *flags, f"--episodes={episodes}", f"--env_seed={seed}", "--no-window",
+                           "--disable-render-loop"], capture_output=True, text=True, timeout=300, cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    assert len(re.findall(r"^policy=\S+ agent=\d+ episodic_return=", proc.stdout, flags=re.M)) >= episodes
+    means = re.findall(r"^policy=(\S+) mean_return=(\S+) over (\d+) episodes$", proc.stdout, flags=re.M)
+    return {name: (float(mean), int(count)) for name, mean, count in means}
+
+
+@pytest.mark.parametrize("kind", ["discrete", "continuous"])
+def test_the_demo_plays_the_exported_file_alone_as_eval_checkpoint_does(kind, tmp_path):
+    needs_godot()
+    argv = ["--env-path", GAMES[kind], "--num-steps", "32"]
+    run_dir = ppo_godot.train(ppo_godot.parse_args(argv + ["--port", str(free_port()), "--total-timesteps", "4096",
+                                                           "--save-model", "--log-dir", str(tmp_path)]))
+    checkpoint = f"{run_dir}/ppo_godot.pt"
+    returns = ppo_godot.evaluate(ppo_godot.parse_args(argv + ["--port", str(free_port()), "--eval-checkpoint",
+                                                              checkpoint, "--eval-episodes", "32",
+                                                              "--seed", "3"]), greedy=True)
+    run_script("ppo_godot.py", "--export-checkpoint", checkpoint, "--gdscript-export-path",
+               str(tmp_path / "policy.gd"), cwd=tmp_path)
+    means = played_alone(GAMES[kind], {"": tmp_path / "policy.gd"}, 32, 3, tmp_path)
+    assert means == {"shared_policy": (pytest.approx(np.mean(returns), abs=1e-4), len(returns))}
+
+
+def test_the_tag_game_plays_both_exported_policies_alone_as_eval_checkpoint_does(tmp_path):
+    needs_godot()
+    argv = ["--env-path", GAMES["tag"], "--num-steps", "16"]
+    run_dir = multi.train(multi.parse_args(argv + ["--port", str(free_port()), "--total-timesteps", "2048",
+                                                   "--save-model", "--log-dir", str(tmp_path)]))
+    checkpoint = f"{run_dir}/ppo_godot_multi_policy.pt"
+    returns = multi.evaluate(multi.parse_args(argv + ["--port", str(free_port()), "--eval-checkpoint",
+                                                      checkpoint, "--eval-episodes", "16", "--seed", "5"]))
+    export = run_script("ppo_godot_multi_policy.py", "--export-checkpoint", checkpoint,
+                        "--gdscript-export-path", str(tmp_path / "tag.gd"), cwd=tmp_path)
+    files = {name: tmp_path / f"tag_{name}.gd" for name in ("chaser", "runner")}
+    assert all(str(path) in export.stdout for path in files.values())
+    means = played_alone(GAMES["tag"], files, 16, 5, tmp_path)
+    assert means == {name: (pytest.approx(np.mean(returns[name]), abs=1e-4), len(returns[name]))
+                     for name in ("chaser", "runner")}
+
+
+def gdparse(path):
+    """gdtoolkit's parser, which reads Godot 4's GDScript: (exit code, its complaint)."""
+    proc = subprocess.run(["gdparse", str(path)], capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("layout", ["discrete", "mixed, several keys"])
+def test_godot_4_parses_the_exported_file(layout, tmp_path):
+    obs_layout = [("obs", (4,))] if layout == "discrete" else [("position", (2,)), ("to_target", (2,))]
+    heads = ([("move", "discrete", 5)] if layout == "discrete"
+             else [("sprint", "discrete", 2), ("direction", "continuous", 2)])
+    path = tmp_path / "policy.gd"
+    ppo_godot.export_gdscript(ppo_godot.Agent(obs_layout, heads), obs_layout, heads, str(path), 'a "quoted" run')
+    assert gdparse(path) == (0, "")
+    path.write_text(path.read_text() + "\nfunc broken(:\n")  # the parser does refuse what Godot 4 would
+    assert gdparse(path)[0] != 0
+
+
+def gdscript_snippets():
+    return [(doc.name, i, snippet) for doc in DOCS
+            for i, snippet in enumerate(re.findall(r"^```gdscript\n(.*?)^```", doc.read_text(), flags=re.M | re.S))]
+
+
+def test_the_docs_hold_gdscript_snippets():
+    assert {name for name, _, _ in gdscript_snippets()} >= {"shipping-your-agent.md", "your-own-godot-game.md"}
+
+
+@pytest.mark.parametrize("doc, i, snippet", gdscript_snippets(), ids=lambda v: str(v)[:30])
+def test_godot_4_parses_every_gdscript_snippet_in_the_docs(doc, i, snippet, tmp_path):
+    path = tmp_path / "snippet.gd"
+    path.write_text(snippet)
+    assert gdparse(path) == (0, ""), f"{doc}, GDScript snippet {i + 1}:\n{snippet}"
