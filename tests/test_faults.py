@@ -4,7 +4,6 @@ exit code, and what it keeps. Rows whose provoking needs a hook inside the proce
 update, a NaN from the env or the loss, a crash) are tested in test_scripts.py and test_resume.py;
 the Godot game's own faults in test_ppo_godot.py. test_readme_fault_table_names_real_tests keeps
 the table's references true."""
-import os
 import pickle
 import re
 import resource
@@ -174,13 +173,23 @@ EXPORT_FAULTS = {**CHECKPOINT_FAULTS, "a checkpoint from before checkpoints held
     "predates checkpoints that record the game's layout")}
 
 
+@pytest.mark.parametrize("export", ["--onnx-export-path", "--gdscript-export-path"])
 @pytest.mark.parametrize("fault", EXPORT_FAULTS)
-def test_bad_checkpoint_to_export(fault, tmp_path):
+def test_bad_checkpoint_to_export(fault, export, tmp_path):
     make, message = EXPORT_FAULTS[fault]
     proc = run_script("ppo_godot.py", "--export-checkpoint", str(make(tmp_path, "ppo_godot.py")),
-                      "--onnx-export-path", "model.onnx", cwd=tmp_path, check=False)
+                      export, "model", cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
-    assert not (tmp_path / "model.onnx").exists()
+    assert not list(tmp_path.glob("model*"))
+
+
+@pytest.mark.parametrize("export", ["--onnx-export-path", "--gdscript-export-path"])
+def test_a_checkpoint_of_the_one_policy_script_is_not_exported_as_several_policies(export, tmp_path):
+    path = REPO / "tests" / "checkpoints" / "ppo_godot_153f0a8_chase_discrete.pt"
+    proc = run_script("ppo_godot_multi_policy.py", "--export-checkpoint", str(path), export, "model", cwd=tmp_path,
+                      check=False)
+    assert_one_line_error(proc, "was saved by ppo_godot.py from a game of one policy: resume, evaluate or export it")
+    assert not list(tmp_path.glob("model*"))
 
 
 @pytest.mark.parametrize("script", TRAINING)

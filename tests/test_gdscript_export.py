@@ -196,3 +196,41 @@ def test_godot_4_parses_every_gdscript_snippet_in_the_docs(doc, i, snippet, tmp_
     path = tmp_path / "snippet.gd"
     path.write_text(snippet)
     assert gdparse(path) == (0, ""), f"{doc}, GDScript snippet {i + 1}:\n{snippet}"
+
+
+UNWRITABLE = {  # what the export cannot write: (obs_layout, action_heads, actor or None, what the line says)
+    "an actor with a Sigmoid": ([("obs", (4,))], [("move", "discrete", 5)],
+                                torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Sigmoid(), torch.nn.Linear(8, 5)),
+                                "the actor is Linear -> Sigmoid -> Linear; the export writes Linear layers"),
+    "an actor with a LayerNorm": ([("obs", (4,))], [("move", "discrete", 5)],
+                                  torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8), torch.nn.Tanh(),
+                                                      torch.nn.Linear(8, 5)),
+                                  "the actor is Linear -> LayerNorm -> Tanh -> Linear"),
+    "a camera": ([("camera_2d", (36, 36, 3))], [("move", "discrete", 5)], None,
+                 "the observation key 'camera_2d' is a camera"),
+    "a name beyond U+FFFF": ([("obs", (4,))], [("move\U0001F600", "discrete", 5)], None, "holds a character beyond U+FFFF"),
+}
+
+
+@pytest.mark.parametrize("case", UNWRITABLE)
+def test_a_policy_the_export_cannot_write_gets_one_line(case, tmp_path, capsys):
+    obs_layout, heads, actor, message = UNWRITABLE[case]
+    agent = ppo_godot.Agent(obs_layout, heads)
+    if actor is not None:
+        agent.actor = actor
+    with pytest.raises(SystemExit) as stop:
+        ppo_godot.export_gdscript(agent, obs_layout, heads, str(tmp_path / "policy.gd"), "the tests")
+    assert stop.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("ppo_godot.py: error: --gdscript-export-path: ") and message in line, line
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_weight_that_is_not_a_number_gets_one_line(tmp_path, capsys):
+    agent = ppo_godot.Agent([("obs", (4,))], [("move", "discrete", 5)])
+    with torch.no_grad():
+        agent.actor[0].weight[0, 0] = float("nan")
+    with pytest.raises(SystemExit):
+        ppo_godot.export_gdscript(agent, [("obs", (4,))], [("move", "discrete", 5)], str(tmp_path / "p.gd"), "tests")
+    assert "the policy holds a weight of nan: nothing to export" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -11,7 +11,7 @@ import torch
 
 import ppo_godot
 import ppo_godot_multi_policy
-from conftest import (CHASE, REPO, benchmark, assert_plugin_plays_like_torch, game_pids, needs_godot,
+from conftest import (CHASE, REPO, benchmark, assert_one_line_error, assert_plugin_plays_like_torch, game_pids, needs_godot,
                       read_scalars, run_dirs, run_script, saved_agents)
 from test_ppo_godot import misbehaving_game
 from test_rllib_godot import RAY_PROCESSES, SCRIPT, pids, rllib_script, wait_until_gone  # noqa: F401 (a fixture)
@@ -72,6 +72,18 @@ def test_the_camera_game_trains_saves_and_exports_a_model_the_plugin_can_run(dis
     assert_plugin_plays_like_torch(agent, session, {"camera_2d": (CAMERA, CAMERA, 3)},
                                    {"move": ("discrete", 5)}, n=50, tol=1e-4)
     assert not game_pids(port)
+    # a CNN is no job for GDScript: its export is refused in one line that points to the ONNX route
+    proc = run_script("ppo_godot.py", "--export-checkpoint", str(run_dir / "ppo_godot.pt"), "--gdscript-export-path",
+                      str(tmp_path / "camera.gd"), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "'camera_2d' is a camera, and a CNN is no job for GDScript")
+    assert "ship a camera policy with --onnx-export-path" in proc.stderr and not (tmp_path / "camera.gd").exists()
+
+
+def test_a_camera_game_is_refused_before_training_when_a_gdscript_export_is_asked(display, port, tmp_path):
+    proc = run_script("ppo_godot.py", "--env-path", CHASE["camera"], "--port", str(port), "--gdscript-export-path",
+                      str(tmp_path / "camera.gd"), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "'camera_2d' is a camera")
+    assert not (tmp_path / "camera.gd").exists() and not game_pids(port)
 
 
 def test_a_camera_game_without_a_display_is_named_in_one_line(port, tmp_path, monkeypatch):
