@@ -4,6 +4,7 @@ exit code, and what it keeps. Rows whose provoking needs a hook inside the proce
 update, a NaN from the env or the loss, a crash) are tested in test_scripts.py and test_resume.py;
 the Godot game's own faults in test_ppo_godot.py. test_readme_fault_table_names_real_tests keeps
 the table's references true."""
+import os
 import pickle
 import re
 import resource

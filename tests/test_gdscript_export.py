@@ -6,6 +6,7 @@ snippet in the docs (no Godot 4 engine installs here)."""
 import json
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -166,7 +167,8 @@ def test_the_tag_game_plays_both_exported_policies_alone_as_eval_checkpoint_does
 
 def gdparse(path):
     """gdtoolkit's parser, which reads Godot 4's GDScript: (exit code, its complaint)."""
-    proc = subprocess.run(["gdparse", str(path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "gdtoolkit.parser", str(path)], capture_output=True, text=True,
+                          timeout=120)  # gdparse, from this interpreter's packages
     return proc.returncode, proc.stderr[-2000:]
 
 
