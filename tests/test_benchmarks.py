@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
 import common  # noqa: E402
 import godot_action_repeat  # noqa: E402
+import godot_headless_windowed  # noqa: E402
 import lstm_cartpole_novel  # noqa: E402
 import lstm_update_profile  # noqa: E402
 import profile_phases  # noqa: E402
@@ -117,6 +118,18 @@ def test_lstm_benchmark_seed_lists_and_kept_recurrent_ppo_rows():
     for seed, row in kept.items():
         assert int(seed) >= 1 and row["sps"] > 0 and row["date"] and row["command"].startswith("python benchmarks/")
         assert (row["solved_steps"] is None) == (row["solved_seconds"] is None)
+
+
+def test_headless_and_windowed_games_learn_the_same_numbers(display, port, tmp_path):
+    """The stretch goal's benchmark: its windowed launcher runs the game in a window (godot3-runner on the
+    virtual display), and drawing changes how fast the game runs, never what is learned: the same seed
+    gives the same returns headless and windowed."""
+    windowed = godot_headless_windowed.launcher(tmp_path, "chase_windowed")
+    assert "godot3-runner" in windowed.read_text()
+    runs = [godot_headless_windowed.train(path, 1, 3, 2048, port, path == windowed)
+            for path in (godot_headless_windowed.CHASE / "chase_discrete.x86_64", windowed)]
+    assert all(run["sps"] > 0 for run in runs)
+    assert len(runs[0]["curve"][1]) > 0 and np.array_equal(runs[0]["curve"][1], runs[1]["curve"][1])
 
 
 def test_action_repeat_benchmark_passes_its_flags_to_the_game(port):
