@@ -57,7 +57,8 @@ def parse_args(argv=None):
     p.add_argument("--capture-video", default=False, **flag, help="save videos of env 0 to videos/{run_name}")
     # Algorithm
     p.add_argument("--env-id", default="CartPole-v1", help="a gymnasium env id with Discrete actions")
-    p.add_argument("--total-timesteps", type=int, default=500000, help="env steps over all envs")
+    p.add_argument("--total-timesteps", type=int, default=500000,
+                   help="env steps over all envs; a new total given with --resume respreads --anneal-lr's decay over it")
     p.add_argument("--learning-rate", type=float, default=2.5e-4, help="Adam step size")
     p.add_argument("--num-envs", type=int, default=4, help="parallel envs (one process, in turn)")
     p.add_argument("--num-steps", type=int, default=128, help="steps per env per rollout")
@@ -728,6 +729,18 @@ class Run:
             print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
                   f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
                                           f"{args.total_timesteps}" if end != args.total_timesteps else ""))
+            started_with = checkpoint["args"]["total_timesteps"]
+            if args.total_timesteps != started_with:  # --anneal-lr's decay follows the total: say what it does
+                if not args.anneal_lr:
+                    how = (f"--anneal-lr is off: the learning rate stays {args.learning_rate:.1e}, only the run's "
+                           f"length changes")
+                else:  # train()'s lr, with num_iterations from the old total at the stop and the new one next
+                    at_stop = (1.0 - (iteration - 1.0) / max(1, started_with // args.batch_size)) * args.learning_rate
+                    at_next = (1.0 - iteration / args.num_iterations) * args.learning_rate
+                    how = ("--anneal-lr's linear decay now runs to 0 over the new total, so the learning rate "
+                           + (f"goes from {at_stop:.1e} at the stop to " if iteration else "is ")
+                           + f"{at_next:.1e} at the next update")
+                print(f"resume: --total-timesteps {args.total_timesteps}, the run started with {started_with}: {how}")
         if saved is not None and restore_episodes(self.envs, saved["envs"]):
             next_obs, next_done = saved["next_obs"], saved["next_done"]
         else:

@@ -113,15 +113,45 @@ def test_stopped_and_resumed_equals_never_stopped(script, where, tmp_path, monke
 
 
 @pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
-def test_a_finished_run_continues_with_more_timesteps(script, tmp_path, monkeypatch):
+def test_a_finished_run_continues_with_more_timesteps(script, tmp_path, monkeypatch, capsys):
     argv = flags(script, "--anneal-lr", "false")  # annealing follows the total, which changes here
     assert train_in(tmp_path / "reference", script, argv, monkeypatch) is None
 
-    half = script.module.parse_args(argv).batch_size * ITERATIONS // 2
+    args = script.module.parse_args(argv)
+    half = args.batch_size * ITERATIONS // 2
     short = argv + ["--total-timesteps", str(half), "--save-model"]
     assert train_in(tmp_path / "extended", script, short, monkeypatch) is None
+    capsys.readouterr()
     resumed_dir = resume(tmp_path / "extended", script, ["--total-timesteps", str(2 * half)], monkeypatch)
+    said = f"the learning rate stays {args.learning_rate:.1e}, only the run's length changes"
+    assert (f"resume: --total-timesteps {2 * half}, the run started with {half}: --anneal-lr is off: {said}"
+            in capsys.readouterr().out.splitlines())
     assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir)
+
+
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
+def test_a_new_total_on_resume_respreads_the_learning_rate_decay_and_says_so(script, tmp_path, monkeypatch, capsys):
+    """--anneal-lr decays the rate over --total-timesteps: a finished run of 3 updates resumed with twice
+    the total goes on with train()'s rate for 6 updates, from the 4th on, and says so. (ppo_godot.py's Run
+    says it in the same lines as ppo.py's: test_shared_code.py.)"""
+    lr = 1e-3
+    batch = script.module.parse_args(script.short).batch_size  # 256
+    argv = script.short + ["--learning-rate", str(lr), "--total-timesteps", str(3 * batch)]
+    assert train_in(tmp_path, script, argv, monkeypatch) is None
+    capsys.readouterr()
+    run_dir = resume(tmp_path, script, ["--total-timesteps", str(6 * batch)], monkeypatch)
+    # at the stop (update 3 of 3): (1 - 2/3) lr; at the next update (4 of 6): (1 - 3/6) lr
+    assert (f"resume: --total-timesteps {6 * batch}, the run started with {3 * batch}: --anneal-lr's linear decay "
+            f"now runs to 0 over the new total, so the learning rate goes from 3.3e-04 at the stop to 5.0e-04 at "
+            f"the next update") in capsys.readouterr().out.splitlines()
+    logged = dict(read_scalars(run_dir)["charts/learning_rate"])
+    assert sorted(logged) == [batch * i for i in range(1, 7)]
+    first_resumed = logged[4 * batch]
+    assert first_resumed == pytest.approx((1.0 - (4 - 1.0) / 6) * lr, rel=1e-6)  # the new total's schedule
+    assert first_resumed != pytest.approx((1.0 - (4 - 1.0) / 3) * lr, abs=1e-6)  # not the old one's (0 there)
+    for iteration in range(1, 7):  # the first life's 3 on the old schedule, then the new one's
+        expected = (1.0 - (iteration - 1.0) / (3 if iteration <= 3 else 6)) * lr
+        assert logged[batch * iteration] == pytest.approx(expected, rel=1e-6), iteration
 
 
 @pytest.mark.parametrize("script", [GODOT], ids=repr)
