@@ -192,6 +192,22 @@ def test_evaluation_carries_the_state_through_each_episode(tmp_path, monkeypatch
     assert zero_state[1] == returns[0] + 1 and zero_state[2] == returns[0] + returns[1] + 2
 
 
+@pytest.mark.parametrize("greedy", [True, False], ids=["greedy", "sampled"])
+def test_evaluation_labels_the_episodes_that_the_time_limit_ends_time_outs(in_tmp, monkeypatch, capsys, greedy):
+    """Each evaluation episode's line says how it ended: here every one reaches a 5-step time limit
+    (CartPole cannot fall in fewer than 8 steps, whatever the actions), so each is a time-out."""
+    ppo_lstm.train(ppo_lstm.parse_args(SHORT))
+    checkpoint = run_dirs(in_tmp)[0] / "ppo_lstm.pt"
+    limit = 5
+    monkeypatch.setattr(ppo_lstm, "make_env", lambda env_id, idx, capture_video, run_name: lambda: (
+        gym.wrappers.RecordEpisodeStatistics(gym.make(env_id, max_episode_steps=limit))))
+    capsys.readouterr()
+    assert ppo_lstm.evaluate(str(checkpoint), eval_episodes=3, greedy=greedy) == [float(limit)] * 3
+    lines = [line for line in capsys.readouterr().out.splitlines() if " eval_episode=" in line]
+    assert len(lines) == 3
+    assert all(line.endswith(f", episodic_length={limit} (time-out)") for line in lines), lines
+
+
 def test_rollout_sampling_is_torch_multinomial_without_its_checks():
     torch.manual_seed(0)
     agent = ppo_lstm.Agent(2, 3, 16)
