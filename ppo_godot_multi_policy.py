@@ -5,7 +5,6 @@ in one file: an Agent (network) per policy name, each learning from its own agen
     tensorboard --logdir runs             # charts/episodic_return/chaser and .../runner, one per policy
     python ppo_godot_multi_policy.py --env-path ... --onnx-export-path tag.onnx  # tag_chaser.onnx, tag_runner.onnx
     python ppo_godot_multi_policy.py --env-path ... --frozen-policy runner=runs/<run>/ppo_godot_multi_policy.pt
-    python ppo_godot_multi_policy.py --env-path ... --self-play --self-play-outcome terminated=chaser  # self-play
 
 Read ppo_godot.py first: this file is ppo_godot.py with several policies, and `diff ppo_godot.py
 ppo_godot_multi_policy.py` is the lesson. The game's policy names are read in section 2, each
@@ -13,9 +12,8 @@ agent's row padded to the widest policy's; an Agent per name plays its agents' r
 AgentPerPolicy); each policy's rows of the rollout (section 5, policy_rows) feed its own advantages
 and update, in a loop over the policies in train() (section 7). Each policy also has its own reward
 statistic, tags ending in /<name>, evaluation line and ONNX file; --frozen-policy plays one from a
-checkpoint and never updates it (a fixed opponent); --self-play lets one policy learn at a time while
-the others play snapshots of their past selves (train(), and AgentPerPolicy.playing). A game of one
-policy name trains here too and logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
+checkpoint and never updates it (a fixed opponent; ppo_godot_self_play.py has opponents that learn in
+turns). A game of one policy name trains here too and logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
 GodotVecEnv. Discrete, continuous and mixed actions work, in the order the game declares them.
 Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO
@@ -78,7 +76,9 @@ def parse_args(argv=None):
                    help="CPU threads for torch: for 64-unit nets a 2nd gains ~10%%, and is several times slower "
                         "beside a busy process (results change)")
     # Algorithm
-    p.add_argument("--total-timesteps", type=int, default=300000, help="agent steps over all agents")
+    p.add_argument("--total-timesteps", type=int, default=300000,
+                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's "
+                        "decay over it")
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
@@ -110,9 +110,8 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed),
-    # --self-play and its settings, --onnx-export-path, then checks the values (a bad one: one line);
-    # --resume takes the saved run's flags
+    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed) and
+    # --onnx-export-path, then checks the values (a bad one: one line); --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 
@@ -183,7 +182,6 @@ class GodotVecEnv:
         # A game that resets on the next step says so in info (the module docstring has both ways);
         # only then is the observation sent with done a final one, which a time-out bootstraps from
         resets_next_step = np.array(["autoreset" in i for i in info])
-        self.tells_time_outs = resets_next_step  # a game that resets on the spot cannot say which end timed out
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
         truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
 
@@ -270,7 +268,7 @@ def make_envs(args):
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, then clipped
-    to +-10 (the siblings' NormalizeReward does not clip), for the games' vector env, with one statistic
+    to +-10 (ppo.py's, gymnasium's wrapper, does not clip), for the games' vector env, with one statistic
     per policy (its rewards have a scale of their own). G restarts at every episode end, and an autoreset
     step (no transition) is left out. The logged returns stay the game's own."""
 
@@ -292,9 +290,9 @@ class NormalizeReward:
         self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
         std = np.zeros(len(reward), dtype=np.float32)
         for name, policy in self.env.policies.items():
-            playing = policy.agents[~autoreset[policy.agents]]
-            if len(playing):
-                self.return_rms[name].update(self.discounted_return[playing])
+            mid_episode = policy.agents[~autoreset[policy.agents]]
+            if len(mid_episode):
+                self.return_rms[name].update(self.discounted_return[mid_episode])
             std[policy.agents] = np.sqrt(self.return_rms[name].var + 1e-8)
         reward = np.clip(reward / std, -10, 10).astype(np.float32)
         self.discounted_return[terminated | truncated] = 0.0
@@ -432,9 +430,7 @@ class AgentPerPolicy(nn.Module):
     """An Agent per policy name, playing every agent of the game: each agent's row goes to its policy's
     Agent, cut to that policy's width, and the actions come back as one row per agent, padded to the
     widest policy's columns. agents[name] is the policy's Agent. frozen_weights: {name: saved weights,
-    or None when --resume brings them} of the policies of --frozen-policy, which act and never learn.
-    playing: {name: another Agent that acts for the policy's agents instead}: under --self-play, a
-    snapshot of the policy's past weights, while another policy learns (SelfPlay, section 9)."""
+    or None when --resume brings them} of the policies of --frozen-policy, which act and never learn."""
 
     def __init__(self, policies, frozen_weights=None):
         super().__init__()
@@ -446,7 +442,6 @@ class AgentPerPolicy(nn.Module):
                 self.agents[name].load_state_dict(weights)
             self.agents[name].requires_grad_(False)
         self.columns = max(policy.columns for policy in policies.values())
-        self.playing = {}  # a plain dict: a snapshot's weights are not the policy's, and are saved apart
 
     def __getitem__(self, name):
         return self.agents[name]
@@ -456,8 +451,7 @@ class AgentPerPolicy(nn.Module):
         action = torch.zeros(len(x), self.columns, device=x.device)
         for name, policy in self.policies.items():
             its_agents = torch.as_tensor(policy.agents, device=x.device)
-            its_agent = self.playing.get(name, self.agents[name])  # a past self, or the policy as it learns
-            its_action = getattr(its_agent, method)(x[its_agents, :policy.width])
+            its_action = getattr(self.agents[name], method)(x[its_agents, :policy.width])
             action[its_agents, :policy.columns] = its_action.float()
         return action
 
@@ -485,7 +479,7 @@ def make_storage(args, envs):
     )
 
 
-def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device, self_play=None):
+def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device):
     """Fills storage; returns (next_obs, next_done, global_step). No reset: the episodes go on from the
     last rollout (a reset here would cap every episode at num_steps steps)."""
     for step in range(len(storage.obs)):
@@ -512,8 +506,6 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
                 print(f"global_step={global_step}, episodic_return{tag}={episodic_return:.1f}")
                 writer.add_scalar("charts/episodic_return" + tag, episodic_return, global_step)
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
-                if self_play:  # a learning agent's episode against snapshots: who won moves their ELO ratings
-                    self_play.rate(i, episodic_return, terminated[i])
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
     return next_obs, next_done, global_step
 
@@ -652,12 +644,8 @@ def train(args):
     args.num_envs = envs.num_envs  # the game decides how many agents (envs) there are
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout, all policies' together
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
-    # section 9: each policy's batch splits; the weights of --frozen-policy and of --self-play-pool
-    frozen_weights, pool_weights = check_game(args, envs)
+    frozen_weights = check_game(args, envs)  # section 9: each policy's batch splits; --frozen-policy's weights
     agents = AgentPerPolicy(envs.policies, frozen_weights).to(device)
-    # Self-play: one policy learns at a time (self_play.learner); each other policy's agents play a snapshot
-    # of its past weights, drawn from its pool (section 9: the pools, the turns, the ELO ratings)
-    self_play = SelfPlay(args, envs, agents, pool_weights) if args.self_play else None
     # One Adam for all policies: its moments are per weight, and a policy's update steps only its own (zero_grad
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
@@ -665,7 +653,7 @@ def train(args):
     rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_rows)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
-    with run.guard(envs, agents, optimizer, self_play):
+    with run.guard(envs, agents, optimizer):
         # s_0: new episodes from envs.reset(seed=args.seed), for a resumed run too (a game's cannot be saved)
         all_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
@@ -673,12 +661,10 @@ def train(args):
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             all_obs, next_done, global_step = collect_rollout(
-                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device, self_play)
+                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device)
             for name, policy in envs.policies.items():  # each policy learns from its own agents' rows alone
                 if name in agents.frozen:  # it plays, and never learns
                     continue
-                if self_play and name != self_play.learner:  # not its turn: a snapshot acted for its agents, and
-                    continue  # those rows are no samples of its own policy (log pi_old would be another's)
                 agent = agents[name]
                 storage, next_obs = policy_rows(policy, rollout, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
@@ -691,8 +677,6 @@ def train(args):
                 stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
                 for tag, value in stats.items():
                     run.writer.add_scalar(tag + policy.tag, value, global_step)
-            if self_play:  # a snapshot of the learner into its pool, another snapshot to play, the next learner
-                self_play.end_iteration(global_step, run.writer)
             run.end_iteration(iteration, all_obs, next_done, global_step)  # SPS; where a stop resumes
     return run.dir
 
@@ -811,39 +795,12 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--export-checkpoint", default=None,
                    help="export this saved model to --onnx-export-path and --gdscript-export-path and exit: no "
                         "training, no game")
-    # Self-play: Unity ML-Agents' ghost trainer (its settings' names and defaults: course/name-maps.md)
-    p.add_argument("--self-play", default=False, **flag,
-                   help="one policy learns at a time, the others play snapshots of their past weights: for opposing "
-                        "policies where one, learning faster, starves the other of reward (benchmarks/README.md, tag)")
-    p.add_argument("--self-play-save-steps", type=int, default=4000,
-                   help="a policy's agent-steps of learning (counted across its turns) between two snapshots of it "
-                        "into its pool (ML-Agents' save_steps, 20000 there: a fifth of it, with a fifth of "
-                        "team_change, did better on the tag demo, benchmarks/README.md)")
-    p.add_argument("--self-play-window", type=int, default=10,
-                   help="the newest snapshots a pool keeps, the oldest dropped (ML-Agents' window)")
-    p.add_argument("--self-play-team-change", type=int, default=20000,
-                   help="the learning policy's agent-steps before the next policy, in the game's order, learns "
-                        "(ML-Agents' team_change: 5 x save_steps, 100000 there)")
-    p.add_argument("--self-play-swap-steps", type=int, default=2000,
-                   help="each other policy's own agent-steps between two draws of the snapshot it plays (ML-Agents' "
-                        "swap_steps, as its code has it; its docs say 10000)")
-    p.add_argument("--self-play-latest", type=float, default=0.5,
-                   help="the chance that a draw takes the newest snapshot; else one from the whole pool, uniformly "
-                        "(ML-Agents' play_against_latest_model_ratio)")
-    p.add_argument("--self-play-pool", action="append", default=[], metavar="NAME=CHECKPOINT",
-                   help="put policy NAME of CHECKPOINT (a .pt file, as for --frozen-policy) into NAME's pool for good, "
-                        "beside the window's snapshots: a saved opponent; repeat it to add more")
-    p.add_argument("--self-play-outcome", default="return", metavar="return|terminated=NAME",
-                   help="who won an episode, for the ELO ratings (the game sends no winner): return: the sign of the "
-                        "learning agent's return (ML-Agents' rule: for a final reward of +1, 0, -1); terminated=NAME: "
-                        "an episode that ends terminated is NAME's win, a time-out its opponents' (tag, hide-and-seek) "
-                        "in a game that marks time-outs: one that resets on the spot, as the plugin does, cannot")
     theirs = [flag for flag in (a.split("=")[0] for a in argv) if flag in GODOT_RL_SPELLINGS]
     if theirs:  # all of them in one line, not one per try
         fail("; ".join(f"{flag} is godot-rl's spelling; here it is {GODOT_RL_SPELLINGS[flag]}" for flag in theirs))
     spelling = "{} takes NAME=CHECKPOINT (a policy the game names, a .pt file), got {!r}"
     for i in range(len(argv) - 2):  # --frozen-policy NAME PATH: this line, not argparse's "unrecognized arguments"
-        if argv[i] in ("--frozen-policy", "--self-play-pool") and not argv[i + 2].startswith("-"):
+        if argv[i] == "--frozen-policy" and not argv[i + 2].startswith("-"):
             fail(spelling.format(argv[i], f"{argv[i + 1]} {argv[i + 2]}"))
     args = p.parse_args(argv)
     if not args.checkpoint_minutes >= 0:  # nan too
@@ -866,11 +823,9 @@ def parse_and_check(p, flag, argv):
         fail("--track needs the wandb package: pip install -r requirements-track.txt")
     # NAME=CHECKPOINT: what the file holds is checked once the game runs (check_game)
     args.frozen_policy = dict(name_and_checkpoint("--frozen-policy", value, spelling) for value in args.frozen_policy)
-    args.self_play_pool = [name_and_checkpoint("--self-play-pool", value, spelling) for value in args.self_play_pool]
     if args.frozen_policy and (args.eval_checkpoint or args.export_checkpoint):
         fail("--frozen-policy is for training: --eval-checkpoint and --export-checkpoint take every policy "
              "from their checkpoint")
-    self_play_problem(args, argv)
     if args.export_checkpoint and not (args.onnx_export_path or args.gdscript_export_path):
         fail("--export-checkpoint writes the model to --onnx-export-path or --gdscript-export-path: give one")
     for flag, path in (("--onnx-export-path", args.onnx_export_path),
@@ -885,11 +840,13 @@ def parse_and_check(p, flag, argv):
     if args.resume:
         args = resumed_args(args, argv)
         own_kind(args.checkpoint, args.resume)  # ppo_godot.py's of one policy: one line naming it
+        if args.checkpoint["script"] == "ppo_godot_self_play.py" or args.checkpoint["args"].get("self_play"):
+            fail(f"{args.resume} is a self-play run: resume it with ppo_godot_self_play.py")
     return args
 
 
 def name_and_checkpoint(flag, value, spelling):
-    """[name, absolute path] of --frozen-policy's or --self-play-pool's NAME=CHECKPOINT, or one line."""
+    """[name, absolute path] of --frozen-policy's NAME=CHECKPOINT, or one line."""
     name, _, path = value.partition("=")
     if not (name and path) or name != name.strip() or path != path.strip():  # "chaser = x.pt" too
         fail(spelling.format(flag, value))
@@ -898,53 +855,24 @@ def name_and_checkpoint(flag, value, spelling):
     return [name, os.path.abspath(path)]
 
 
-def self_play_problem(args, argv):
-    """One line for a self-play setting that cannot work; those that need the game's names are in check_game.
-    A resumed run's are its checkpoint's (resumed_args refuses them given anew)."""
-    if args.resume:
-        return
-    settings = sorted({a.split("=")[0] for a in argv if a.startswith("--self-play-")})
-    if settings and not args.self_play:
-        fail(f"{' '.join(settings)} {'is a setting' if len(settings) == 1 else 'are settings'} of --self-play: "
-             f"give --self-play too")
-    if args.self_play and (args.eval_checkpoint or args.export_checkpoint):
-        fail("--self-play is for training: --eval-checkpoint and --export-checkpoint play or export each policy's "
-             "own weights")
-    for name in ("save_steps", "team_change", "swap_steps", "window"):
-        if getattr(args, f"self_play_{name}") < 1:
-            fail(f"--self-play-{name.replace('_', '-')} must be 1 or more, got {getattr(args, f'self_play_{name}')}")
-    if not 0 <= args.self_play_latest <= 1:  # nan too
-        fail(f"--self-play-latest is a probability, from 0 to 1; got {args.self_play_latest}")
-    rule, _, winner = args.self_play_outcome.partition("=")
-    if not (rule == "return" and not winner or rule == "terminated" and winner):
-        fail(f"--self-play-outcome takes return or terminated=NAME (NAME: the policy a terminated episode is a win "
-             f"for), got {args.self_play_outcome!r}")
-
-
 def check_game(args, envs):
     """What the game decided, checked once it is up: each learning policy's batch (its agents x
     --num-steps) must split into minibatches, the observation keys must not clash with the ONNX model's
-    own names, --frozen-policy and --self-play-pool must name a policy of the game that their checkpoint
-    fits, and --self-play needs two policies that learn. Returns the frozen policies' weights ({name:
-    weights}; None for a resumed run, whose checkpoint holds them) and the pools' ({name: [(checkpoint,
-    weights)]}; none for a resumed run, whose pools are saved), each file read once. The layouts go into
-    the checkpoint, for an ONNX export without a game."""
+    own names, and --frozen-policy must name a policy of the game that its checkpoint fits. Returns the
+    frozen policies' weights ({name: weights}; None for a resumed run, whose checkpoint holds them), each
+    file read once. The layouts go into the checkpoint, for an export without a game."""
     args.policies = {name: {"obs_layout": policy.obs_layout, "action_heads": policy.action_heads}
                      for name, policy in envs.policies.items()}
     problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
     if args.gdscript_export_path:
         problems += [gdscript_problem(policy.obs_layout, policy.action_heads) for policy in envs.policies.values()]
-    frozen_weights, pool_weights, frozen_from = {}, {}, []
+    frozen_weights, frozen_from = {}, []
     names = f"its agents' policy names are {', '.join(map(repr, envs.policies))}"
-    saved_ones = [("--frozen-policy", name, path) for name, path in args.frozen_policy.items()]
-    for flag, name, path in saved_ones + [("--self-play-pool", name, path) for name, path in args.self_play_pool]:
+    for name, path in args.frozen_policy.items():
         if name not in envs.policies:
-            problems.append(f"{flag} {name}: the game has no policy {name!r}; {names}")
-        elif flag == "--self-play-pool" and name in args.frozen_policy:
-            problems.append(f"--self-play-pool {name}: policy {name!r} is frozen (--frozen-policy): it has no pool")
-        elif args.resume:  # its checkpoint holds the frozen weights, and the pools
-            if flag == "--frozen-policy":
-                frozen_weights[name] = None
+            problems.append(f"--frozen-policy {name}: the game has no policy {name!r}; {names}")
+        elif args.resume:  # its checkpoint holds the frozen weights
+            frozen_weights[name] = None
         else:
             try:  # a file that is no checkpoint, or holds no such policy: its one line, the games closed
                 checkpoint = load_checkpoint(path)
@@ -953,17 +881,10 @@ def check_game(args, envs):
                 envs.close()
                 raise
             problems.append(misfit(name, saved, envs.policies[name], path))
-            if flag == "--frozen-policy":
-                frozen_weights[name] = saved[2]
-                frozen_from.append(f"policy {name!r} is frozen: its weights from {frozen_source(path, checkpoint)}")
-            else:
-                pool_weights.setdefault(name, []).append((path, saved[2]))
-                frozen_from.append(f"policy {name!r} has a saved opponent in its self-play pool: the weights from "
-                                   f"{frozen_source(path, checkpoint)}")
+            frozen_weights[name] = saved[2]
+            frozen_from.append(f"policy {name!r} is frozen: its weights from {frozen_source(path, checkpoint)}")
     if set(envs.policies) <= set(args.frozen_policy):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
-    if args.self_play:
-        problems.append(self_play_game_problem(args, envs, names))
     for name, policy in envs.policies.items():
         n_agents = len(policy.agents)
         batch = f"{n_agents} agents x --num-steps {args.num_steps} = {n_agents * args.num_steps}"
@@ -974,46 +895,19 @@ def check_game(args, envs):
     if problems:  # found now, not after training
         envs.close()
         fail(problems[0])
-    if frozen_from:  # where each frozen policy's and saved opponent's weights come from
+    if frozen_from:  # where each frozen policy's weights come from
         print(*frozen_from, sep="\n")
-    if args.self_play:
-        team_change_note(args, envs)
     if args.total_timesteps % args.batch_size and not args.resume:
         budget_note(args.total_timesteps, args.batch_size,
                     f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
-    return frozen_weights, pool_weights
+    return frozen_weights
 
 
 def frozen_source(path, checkpoint):
-    """Where a frozen policy or a saved opponent comes from: the file, the run folder and the step it was saved at."""
+    """Where a frozen policy comes from: the file, the run folder and the step it was saved at."""
     step = checkpoint.get("global_step")
     return (f"{path} (run {os.path.basename(os.path.dirname(path))}, {checkpoint['script']}, "
             + (f"global_step={step})" if step is not None else "its step not saved)"))
-
-
-def self_play_game_problem(args, envs, names):
-    """Why --self-play cannot run in this game, or None."""
-    learning = [name for name in envs.policies if name not in args.frozen_policy]
-    if len(envs.policies) == 1:
-        return f"--self-play needs a game of two or more policy names, which take turns to learn; {names}"
-    if len(learning) == 1:  # none: check_game has said that every policy is frozen
-        return (f"--self-play needs two policies that learn, to take turns; --frozen-policy leaves {learning[0]!r} "
-                f"alone (leave out --self-play: it learns against the frozen ones)")
-    winner = args.self_play_outcome.partition("=")[2]
-    if winner and winner not in envs.policies:
-        return f"--self-play-outcome terminated={winner}: the game has no policy {winner!r}; {names}"
-    return None
-
-
-def team_change_note(args, envs):
-    """Said before a self-play run starts: a turn shorter than one rollout of a policy."""
-    for name, policy in envs.policies.items():
-        rollout = len(policy.agents) * args.num_steps
-        if name not in args.frozen_policy and args.self_play_team_change < rollout:
-            print(f"{os.path.basename(__file__)}: note: --self-play-team-change {args.self_play_team_change} is "
-                  f"shorter than one rollout of policy {name!r} ({len(policy.agents)} agents x --num-steps "
-                  f"{args.num_steps} = {rollout}): the learning policy changes after every rollout")
-            return
 
 
 def budget_note(total_timesteps, batch_size, batch):
@@ -1213,6 +1107,18 @@ class Run:
             print(f"resume: the run goes on from global_step={global_step} (iteration {iteration}) to "
                   f"global_step={end}" + (f", the whole rollouts of {args.batch_size} steps in --total-timesteps "
                                           f"{args.total_timesteps}" if end != args.total_timesteps else ""))
+            started_with = checkpoint["args"]["total_timesteps"]
+            if args.total_timesteps != started_with:  # --anneal-lr's decay follows the total: say what it does
+                if not args.anneal_lr:
+                    how = (f"--anneal-lr is off: the learning rate stays {args.learning_rate:.1e}, only the run's "
+                           f"length changes")
+                else:  # train()'s lr, with num_iterations from the old total at the stop and the new one next
+                    at_stop = (1.0 - (iteration - 1.0) / max(1, started_with // args.batch_size)) * args.learning_rate
+                    at_next = (1.0 - iteration / args.num_iterations) * args.learning_rate
+                    how = ("--anneal-lr's linear decay now runs to 0 over the new total, so the learning rate "
+                           + (f"goes from {at_stop:.1e} at the stop to " if iteration else "is ")
+                           + f"{at_next:.1e} at the next update")
+                print(f"resume: --total-timesteps {args.total_timesteps}, the run started with {started_with}: {how}")
         if args.resume:
             print("resume: a running game's episodes cannot be saved; the games start new ones")
         next_obs, _ = self.envs.reset(seed=args.seed + global_step)
@@ -1296,12 +1202,10 @@ class GameRun(Run):
     """Run, for a game. A running game's episodes cannot be saved: a resumed run starts new ones. A
     game that dies, freezes or never connects ends the run with one line and exit 1, what was learned
     saved. --onnx-export-path and --gdscript-export-path export the policy at the end, on Ctrl-C or kill, and
-    on a game fault.
-    --self-play's state (SelfPlay) is kept with each boundary, and restored by --resume."""
+    on a game fault."""
 
     @contextlib.contextmanager
-    def guard(self, envs, agent, optimizer, self_play=None):
-        self.self_play = self_play
+    def guard(self, envs, agent, optimizer):
         with super().guard(envs, agent, optimizer):
             try:
                 try:
@@ -1324,8 +1228,6 @@ class GameRun(Run):
                 fail(f"exporting the policy failed ({e.strerror or e}). {self.save()}")
 
     def start(self):
-        if self.self_play and self.args.resume:  # before the boundary Run.start marks
-            self.self_play.load_state(pickle.loads(self.checkpoint["resume"])["self_play"])
         try:
             started = super().start()
         except GameError as e:  # before anything was learned
@@ -1335,14 +1237,6 @@ class GameRun(Run):
             fail(str(e))
         self.keep_game_logs()
         return started
-
-    def mark_boundary(self, iteration, next_obs, next_done, global_step):
-        super().mark_boundary(iteration, next_obs, next_done, global_step)
-        if self.self_play:  # the pools, the turn, the counters, the ratings and their generator, as at this boundary
-            self.boundary["self_play"] = self.self_play.state()
-
-    def progress_note(self):
-        return self.self_play.progress_note() if self.self_play else ""
 
     def keep_game_logs(self):
         """Moves each game's own output into the run folder (a resumed run's writes there already), and
@@ -1366,140 +1260,6 @@ class GameRun(Run):
             return export_policy(self.agent, self.args)
         except OSError as e:
             return f"Exporting the policy failed ({e.strerror or e})"
-
-
-class SelfPlay:
-    """--self-play, as Unity ML-Agents' ghost trainer does it. One policy learns at a time (the learner),
-    in the game's order of policy names, frozen ones left out; after --self-play-team-change of its
-    agent-steps the next one learns. Every --self-play-save-steps of a policy's learning steps (counted
-    across its turns) a snapshot of its weights goes into its pool, which keeps the newest
-    --self-play-window, beside any --self-play-pool checkpoint (kept for good); each pool starts with the
-    policy's first weights. Every other policy's agents play a
-    snapshot from its own pool (AgentPerPolicy.playing): the newest with probability --self-play-latest,
-    else one drawn uniformly from the pool, drawn again every --self-play-swap-steps of that policy's own
-    agent-steps and when its turn to learn ends. The counts are checked after each update: an interval
-    ends at the first rollout that reaches it.
-
-    Ratings: ELO (K 16, from 1200, as ML-Agents), of each policy's learning weights and of each snapshot.
-    Each episode end of a learner's agent is a game between it and the snapshots in play (their mean
-    rating), scored 1, 0.5 or 0 by --self-play-outcome; the learner gains what its opponents lose. The
-    game sends no winner, and says nothing of who plays whom: every agent of another policy counts as
-    its opponent."""
-
-    K, INITIAL_RATING = 16.0, 1200.0
-
-    def __init__(self, args, envs, agents, pool_weights):
-        self.args, self.envs, self.agents, self.policies = args, envs, agents, agents.policies
-        self.untold = False  # an episode end that terminated=NAME could not score was seen
-        self.names = [name for name in self.policies if name not in agents.frozen]  # they take turns
-        self.policy_of = {int(i): name for name, policy in self.policies.items() for i in policy.agents}
-        self.outcome, _, self.winner = args.self_play_outcome.partition("=")
-        self.rng = np.random.default_rng(args.seed)  # the draws, apart from the rest: its state is saved
-        # each policy's learning weights, and a frozen policy's, as a player: {"rating"}
-        self.players = {name: {"rating": self.INITIAL_RATING} for name in self.policies}
-        # a snapshot: a player with "weights", "source" (a step of this run, or a file), "kept" (a file's: for good)
-        self.pools = {name: [self.snapshot(weights, path, kept=True) for path, weights in pool_weights.get(name, [])]
-                      + [self.snapshot(agents[name].state_dict(), "global_step=0")] for name in self.names}
-        self.opponents = {name: copy.deepcopy(agents[name]).requires_grad_(False) for name in self.names}
-        self.learner, self.in_play = self.names[0], {}  # in_play: {name: the snapshot its agents play}
-        # agent-steps since: the learner's turn began; each policy's last snapshot, and its last draw
-        self.since = {"team_change": 0, **{(name, event): 0 for name in self.names for event in ("save", "swap")}}
-        for name in self.names[1:]:
-            self.swap(name)
-
-    def snapshot(self, weights, source, kept=False, rating=INITIAL_RATING):
-        return {"weights": {key: value.detach().clone() for key, value in weights.items()}, "rating": rating,
-                "source": source, "kept": kept}
-
-    def swap(self, name):
-        """Policy `name`'s agents play a snapshot drawn from its pool."""
-        pool = self.pools[name]
-        latest = self.rng.random() < self.args.self_play_latest
-        self.in_play[name] = pool[-1] if latest else pool[self.rng.integers(len(pool))]
-        self.opponents[name].load_state_dict(self.in_play[name]["weights"])
-        self.agents.playing[name] = self.opponents[name]
-        self.since[(name, "swap")] = 0
-
-    def rate(self, agent, episodic_return, terminated):
-        """An episode of `agent` ended: if it is the learner's, it and the snapshots in play trade rating."""
-        name = self.policy_of[agent]
-        if name != self.learner:
-            return
-        if self.outcome == "return":
-            score = 1.0 if episodic_return > 0 else 0.5 if episodic_return == 0 else 0.0
-        elif not self.envs.tells_time_outs[agent]:  # every end looks terminated: it would always be NAME's win
-            if not self.untold:
-                print(f"{os.path.basename(__file__)}: note: --self-play-outcome {self.args.self_play_outcome}: the "
-                      f"game resets agents on the spot (as the plugin does), so it cannot say which episode ends are "
-                      f"time-outs; those ends are not rated (use --self-play-outcome return)")
-            self.untold = True
-            return
-        else:  # a terminated episode is the winner's; a time-out the others'
-            score = 1.0 if bool(terminated) == (name == self.winner) else 0.0
-        opponents = [self.in_play.get(other, self.players[other]) for other in self.policies if other != name]
-        opponent_rating = np.mean([opponent["rating"] for opponent in opponents])
-        expected = 1.0 / (1.0 + 10 ** ((opponent_rating - self.players[name]["rating"]) / 400))
-        change = self.K * (score - expected)
-        self.players[name]["rating"] += change
-        for opponent in opponents:
-            opponent["rating"] -= change / len(opponents)
-
-    def end_iteration(self, global_step, writer):
-        """After an update: a snapshot of the learner, the next learner, a new draw for each other policy, as
-        their intervals end; then each policy's rating and turn logged."""
-        args, learner = self.args, self.learner
-        learned = len(self.policies[learner].agents) * args.num_steps
-        self.since[(learner, "save")] += learned
-        self.since["team_change"] += learned
-        if self.since[(learner, "save")] >= args.self_play_save_steps:
-            pool = self.pools[learner]
-            pool.append(self.snapshot(self.agents[learner].state_dict(), f"global_step={global_step}",
-                                      rating=self.players[learner]["rating"]))
-            if sum(not snapshot["kept"] for snapshot in pool) > args.self_play_window:
-                del pool[next(i for i, snapshot in enumerate(pool) if not snapshot["kept"])]  # the oldest
-            self.since[(learner, "save")] = 0
-        for name in self.names:
-            if name != learner:
-                self.since[(name, "swap")] += len(self.policies[name].agents) * args.num_steps
-        if self.since["team_change"] >= args.self_play_team_change:
-            self.learner = self.names[(self.names.index(learner) + 1) % len(self.names)]
-            del self.agents.playing[self.learner], self.in_play[self.learner]  # its own weights again, and it learns
-            self.swap(learner)
-            self.since["team_change"] = 0
-        for name in self.names:
-            if name != self.learner and self.since[(name, "swap")] >= args.self_play_swap_steps:
-                self.swap(name)
-        for name, player in self.players.items():
-            writer.add_scalar(f"self_play/elo/{name}", player["rating"], global_step)
-            writer.add_scalar(f"self_play/learning/{name}", float(name == self.learner), global_step)
-
-    def progress_note(self):
-        ratings = " ".join(f"{name}={player['rating']:.0f}" for name, player in self.players.items())
-        return f" learning={self.learner} elo: {ratings}"
-
-    def state(self):
-        """What --resume needs, as it is now. A copy of each player (its rating), whose weights are shared:
-        a snapshot's never change once taken."""
-        pools = {name: [dict(snapshot) for snapshot in pool] for name, pool in self.pools.items()}
-        in_play = {}  # the snapshot's place in its pool, or itself once the window has dropped it
-        for name, snapshot in self.in_play.items():
-            at = [i for i, pooled in enumerate(self.pools[name]) if pooled is snapshot]
-            in_play[name] = at[0] if at else dict(snapshot)
-        return {"learner": self.learner, "since": dict(self.since), "untold": self.untold, "pools": pools,
-                "in_play": in_play, "players": {name: dict(player) for name, player in self.players.items()},
-                "rng": copy.deepcopy(self.rng.bit_generator.state)}
-
-    def load_state(self, state):
-        self.learner, self.since, self.untold = state["learner"], dict(state["since"]), state["untold"]
-        self.players = {name: dict(player) for name, player in state["players"].items()}
-        self.pools = {name: [dict(snapshot) for snapshot in pool] for name, pool in state["pools"].items()}
-        self.rng.bit_generator.state = state["rng"]
-        self.agents.playing.clear()
-        self.in_play = {}
-        for name, snapshot in state["in_play"].items():
-            self.in_play[name] = self.pools[name][snapshot] if isinstance(snapshot, int) else dict(snapshot)
-            self.opponents[name].load_state_dict(self.in_play[name]["weights"])
-            self.agents.playing[name] = self.opponents[name]
 
 
 def resumes_to(resume):
@@ -1572,8 +1332,9 @@ def load_checkpoint(path):
         fail(f"{path!r} cannot be read as a checkpoint of {script} ({reason.split('. Please')[0].strip()})")
     if not isinstance(checkpoint, dict) or "script" not in checkpoint:
         fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
-    # ppo_godot.py's too: a policy to freeze, and the checkpoints of several policies it holds
-    if checkpoint["script"] not in (script, "ppo_godot.py"):
+    # ppo_godot.py's and ppo_godot_self_play.py's too: a policy to freeze or to play, and the checkpoints of
+    # several policies ppo_godot.py holds
+    if checkpoint["script"] not in (script, "ppo_godot.py", "ppo_godot_self_play.py"):
         fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
     return checkpoint
 

@@ -1,6 +1,6 @@
 """Does self-play make opposing policies learn where learning together fails? The Chase game's tag mode
-(godot/chase/tag.gd): ppo_godot_multi_policy.py trains the chaser and the runner with --self-play, and
-without it (together), on the same budgets and seeds; beside them, each side trained alone against the
+(godot/chase/tag.gd): ppo_godot_self_play.py trains the chaser and the runner with self-play, and
+ppo_godot_multi_policy.py without it (together), on the same budgets and seeds; beside them, each side trained alone against the
 game's script. No script is in sight while the two-policy runs train.
 
     python benchmarks/chase_tag_self_play.py --seeds 3 --total-timesteps 1000000 --jobs 2
@@ -47,8 +47,9 @@ sys.path.insert(0, str(REPO))
 import ppo_godot_multi_policy  # noqa: E402
 
 GAMES = REPO / "godot" / "chase"
-SELF_PLAY = ["--self-play", "--self-play-outcome", "terminated=chaser"]  # every other setting: the script's default
-# (how trained, the game, the policies the run trains, flags)
+SELF_PLAY = ["--self-play-outcome", "terminated=chaser"]  # every other setting: the script's default
+# (how trained, the game, the policies the run trains, flags); self-play's runs are ppo_godot_self_play.py's, the
+# others ppo_godot_multi_policy.py's
 TRAININGS = [("self-play", "chase_tag", ["chaser", "runner"], SELF_PLAY),
              ("together", "chase_tag", ["chaser", "runner"], []),
              ("against the script", "chase_tag_scripted_runner", ["chaser"], []),
@@ -62,12 +63,13 @@ FIGURE = REPO / "benchmarks" / "figures" / "chase_tag_self_play.png"
 def train(how, game, flags, seed, port, args, workdir):
     """Trains on the game (or finds the run a former call made); returns the run's folder."""
     folder = Path(workdir) / f"{how.replace(' ', '_')}_{game}_{seed}"
-    done = list(folder.glob("runs/*/ppo_godot_multi_policy.pt"))
+    script = "ppo_godot_self_play" if how == "self-play" else "ppo_godot_multi_policy"
+    done = list(folder.glob(f"runs/*/{script}.pt"))
     if done and torch.load(done[0], weights_only=True)["global_step"] >= args.total_timesteps - 2048:
         return done[0].parent
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "train.log", "w") as log:
-        subprocess.run([sys.executable, str(REPO / "ppo_godot_multi_policy.py"),
+        subprocess.run([sys.executable, str(REPO / f"{script}.py"),
                         "--env-path", str(GAMES / f"{game}.x86_64"), "--seed", str(seed), "--port", str(port),
                         "--total-timesteps", str(args.total_timesteps), *flags, *shlex.split(args.ppo_args)],
                        cwd=folder, check=True, stdout=log, stderr=subprocess.STDOUT)
@@ -105,7 +107,7 @@ def contestant(kind, name, seed, runs):
         return None
     if kind == "untrained":
         return untrained(name, seed)
-    return greedy(runs[(kind, name, seed)] / "ppo_godot_multi_policy.pt", name)
+    return greedy(next(runs[(kind, name, seed)].glob("*.pt")), name)
 
 
 def curves_of(run_dir, name):
@@ -154,7 +156,7 @@ def main():
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--total-timesteps", type=int, default=1000000, help="agent-steps of each run, all agents")
     p.add_argument("--eval-steps", type=int, default=2000, help="actions of each match after training, 8 pairs")
-    p.add_argument("--ppo-args", default="", help="more flags for ppo_godot_multi_policy.py, quoted")
+    p.add_argument("--ppo-args", default="", help="more flags for every training run, quoted")
     p.add_argument("--self-play-args", default="", help="more flags for the self-play runs alone, quoted")
     p.add_argument("--jobs", type=int, default=1, help="trainings at once (each a game and a trainer)")
     p.add_argument("--port", type=int, default=12858)

@@ -7,12 +7,17 @@ TensorBoard's reader, and compares every scalar tag but charts/SPS point by poin
         --env-path godot/chase/chase_discrete.x86_64 --num-steps 32 --total-timesteps 16384
     python benchmarks/same_logs_as_revision.py --base 153f0a8 --base-script ppo_godot.py \\
         ppo_godot_multi_policy.py --env-path godot/chase/chase_tag.x86_64 --num-steps 32 --total-timesteps 16384
+    python benchmarks/same_logs_as_revision.py --base b323d26 --base-script ppo_godot_multi_policy.py \\
+        --base-flags=--self-play ppo_godot_self_play.py --env-path godot/chase/chase_tag.x86_64 --num-steps 32 \\
+        --total-timesteps 65536 --self-play-outcome terminated=chaser
 
---base-script compares with another script of --base (a script whose code moved to a new file).
+--base-script compares with another script of --base (a script whose code moved to a new file), and
+--base-flags gives that run more flags (the flag that turned on what the new file always does).
 Exits 1 when a tag differs. The flags after the script name go to both runs unchanged.
 """
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -36,6 +41,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base", required=True, help="the commit to compare with")
     p.add_argument("--base-script", default=None, help="the script of --base to compare with (default: script)")
+    p.add_argument("--base-flags", default="", help="more flags for the run of --base alone, quoted")
     p.add_argument("script")
     args, flags = p.parse_known_args()
     flags = [os.path.abspath(f) if os.path.exists(f) else f for f in flags]  # paths work from any folder
@@ -44,7 +50,7 @@ def main():
         base = Path(workdir) / base_script
         base.write_text(subprocess.run(["git", "show", f"{args.base}:{base_script}"], cwd=REPO, check=True,
                                        capture_output=True, text=True).stdout)
-        old = scalars(base, flags, Path(workdir) / "base")
+        old = scalars(base, flags + shlex.split(args.base_flags), Path(workdir) / "base")
         new = scalars(REPO / args.script, flags, Path(workdir) / "today")
     differ = sorted(tag for tag in old.keys() | new.keys()
                     if tag not in old or tag not in new or not np.array_equal(old[tag], new[tag], equal_nan=True))

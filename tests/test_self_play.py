@@ -1,4 +1,4 @@
-"""ppo_godot_multi_policy.py --self-play: one policy learns at a time while the others play snapshots of
+"""ppo_godot_self_play.py: one policy learns at a time while the others play snapshots of
 their past weights drawn from a pool, with an ELO rating per policy. The schedule and the ratings on
 their own; an exact resume on a stand-in game of two policies (a game whose episodes line up with the
 rollouts, so that a resumed run's new episodes are the ones it would have played), in this process and
@@ -7,6 +7,7 @@ the real tag game for the console, the logs, a saved opponent and each bad input
 import argparse
 import os
 import pickle
+import shutil
 import signal
 import time
 
@@ -15,15 +16,15 @@ import numpy as np
 import pytest
 import torch
 
-import ppo_godot_multi_policy as multi
-from conftest import (assert_one_line_error, free_port, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs,
+import ppo_godot_self_play as selfplay
+from conftest import (REPO, assert_one_line_error, free_port, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs,
                       run_script)
 from test_checkpoints import kill_after_first_checkpoint, start
 from test_ppo_godot import misbehaving_game
 from test_ppo_godot_multi_policy import (TAG, VS_SCRIPTED_RUNNER, game_argv, runner_only,  # noqa: F401 (fixtures)
                                          tag_run)
 
-SCRIPT = "ppo_godot_multi_policy.py"
+SCRIPT = "ppo_godot_self_play.py"
 
 
 def policies(**agents):
@@ -35,7 +36,7 @@ def policies(**agents):
 
 def settings(**given):
     """The self-play flags, ML-Agents' defaults unless given, as parse_args returns them."""
-    args = multi.parse_args(["--self-play"] + [f"--{k.replace('_', '-')}={v}" for k, v in given.items()])
+    args = selfplay.parse_args([f"--{k.replace('_', '-')}={v}" for k, v in given.items()])
     args.num_steps = given.get("num_steps", 16)
     return args
 
@@ -51,10 +52,10 @@ class Writer:
 def self_play(frozen=None, pool_weights=None, **given):
     """A SelfPlay over policies left (agents 0, 1) and right (agents 2, 3), and its AgentPerPolicy."""
     torch.manual_seed(0)
-    agents = multi.AgentPerPolicy(policies(left=[0, 1], right=[2, 3], **({"fixed": [4]} if frozen else {})),
+    agents = selfplay.AgentPerPolicy(policies(left=[0, 1], right=[2, 3], **({"fixed": [4]} if frozen else {})),
                                   frozen)
     envs = argparse.Namespace(tells_time_outs=np.ones(5, bool))  # a game that says which ends are time-outs
-    return multi.SelfPlay(settings(**given), envs, agents, pool_weights or {}), agents
+    return selfplay.SelfPlay(settings(**given), envs, agents, pool_weights or {}), agents
 
 
 def weights_of(module):
@@ -105,7 +106,7 @@ def test_a_draw_takes_the_newest_with_the_latest_probability_else_any_of_the_poo
     sp, _ = self_play(self_play_save_steps=10 ** 6, self_play_team_change=10 ** 6, self_play_swap_steps=1,
                       self_play_latest=0.25)
     for i in range(3):  # right's pool: 4 snapshots
-        sp.pools["right"].append(sp.snapshot(sp.agents["right"].state_dict(), f"extra {i}"))
+        sp.pools["right"].append(sp.snapshot("right", sp.agents["right"].state_dict(), f"extra {i}"))
     counts = np.zeros(4)
     for iteration in range(1, 4001):  # a draw after every rollout
         sp.end_iteration(32 * iteration, Writer())
@@ -115,7 +116,7 @@ def test_a_draw_takes_the_newest_with_the_latest_probability_else_any_of_the_poo
 
 
 def test_a_saved_opponent_stays_in_the_pool_beside_the_window():
-    saved = {key: torch.zeros_like(value) for key, value in multi.Agent([("obs", (2,))], [("move", "discrete", 2)])
+    saved = {key: torch.zeros_like(value) for key, value in selfplay.Agent([("obs", (2,))], [("move", "discrete", 2)])
              .state_dict().items()}
     sp, _ = self_play(pool_weights={"left": [("/runs/old/ppo_godot_multi_policy.pt", saved)]},
                       self_play_save_steps=32, self_play_window=2, self_play_team_change=32 * 10)
@@ -140,24 +141,24 @@ def test_each_episode_end_of_a_learner_moves_its_rating_and_its_opponent_s_by_el
         del sp.agents.playing["right"], sp.in_play["right"]
         sp.swap("left")
     opponent = sp.in_play["right" if learner == "left" else "left"]
-    sp.players[learner]["rating"], opponent["rating"] = 1200.0, 1400.0
+    sp.ratings.players[learner]["rating"], opponent["rating"] = 1200.0, 1400.0
     agent = 0 if learner == "left" else 2
-    sp.rate(agent, episodic_return, terminated)
+    sp.ratings.rate(agent, episodic_return, terminated)
     expected = 1 / (1 + 10 ** (200 / 400))  # 0.24: a 200-point weaker player
     change = 16 * (score - expected)
-    assert sp.players[learner]["rating"] == pytest.approx(1200 + change)
+    assert sp.ratings.players[learner]["rating"] == pytest.approx(1200 + change)
     assert opponent["rating"] == pytest.approx(1400 - change)  # zero-sum
-    sp.rate(agent + 1 if learner == "left" else 0, 5.0, True)  # not the learner's agent (left's, a snapshot's)
+    sp.ratings.rate(agent + 1 if learner == "left" else 0, 5.0, True)  # not the learner's agent (left's, a snapshot's)
     if learner == "right":
-        assert sp.players[learner]["rating"] == pytest.approx(1200 + change)
+        assert sp.ratings.players[learner]["rating"] == pytest.approx(1200 + change)
 
 
 def test_a_frozen_policy_is_an_opponent_with_a_rating_of_its_own():
     sp, _ = self_play(frozen={"fixed": None})
     assert sp.names == ["left", "right"] and "fixed" not in sp.pools
-    sp.rate(0, 1.0, True)  # left wins against right's snapshot and the frozen policy: each loses half
-    assert sp.players["left"]["rating"] == pytest.approx(1208)
-    assert sp.in_play["right"]["rating"] == pytest.approx(1196) and sp.players["fixed"]["rating"] == pytest.approx(1196)
+    sp.ratings.rate(0, 1.0, True)  # left wins against right's snapshot and the frozen policy: each loses half
+    assert sp.ratings.players["left"]["rating"] == pytest.approx(1208)
+    assert sp.in_play["right"]["rating"] == pytest.approx(1196) and sp.ratings.players["fixed"]["rating"] == pytest.approx(1196)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -167,7 +168,7 @@ LENGTH = 16  # steps of every episode, and of every rollout (--num-steps)
 
 
 class Duel:
-    """The games' vector env of ppo_godot_multi_policy.py, for two policies: agents 0, 1 are "left", 2, 3
+    """The games' vector env of ppo_godot_self_play.py, for two policies: agents 0, 1 are "left", 2, 3
     "right", and agent i plays agent i + 2. Each observes [its episode's share done, its opponent's last
     action]; left gets +1 when the two actions are equal, right when they differ, -1 otherwise. Every
     episode lasts LENGTH steps and is reset on the spot, as the plugin does, so episodes end with rollouts
@@ -214,7 +215,7 @@ class Duel:
 
 
 DUEL_FLAGS = ["--num-steps", str(LENGTH), "--total-timesteps", str(10 * 4 * LENGTH), "--num-minibatches", "2",
-              "--self-play", "--self-play-save-steps", "32", "--self-play-team-change", "96",
+              "--self-play-save-steps", "32", "--self-play-team-change", "96",
               "--self-play-swap-steps", "64", "--self-play-window", "2", "--self-play-latest", "0.5"]
 
 
@@ -222,10 +223,10 @@ def train_duel(folder, argv, monkeypatch):
     """Trains on Duel in `folder`; the exit code when the run stops itself, else None."""
     folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
-    monkeypatch.setattr(multi, "make_envs", lambda args: multi.NormalizeReward(Duel(), args.gamma))
+    monkeypatch.setattr(selfplay, "make_envs", lambda args: selfplay.NormalizeReward(Duel(), args.gamma))
     Duel.steps = 0
     try:
-        multi.train(multi.parse_args(argv))
+        selfplay.train(selfplay.parse_args(argv))
     except SystemExit as stop:
         return stop.code
     return None
@@ -241,12 +242,12 @@ def test_a_self_play_run_stopped_and_resumed_logs_what_one_never_stopped_logs(ho
         130 if how == "ctrl-c" else 137)
     Duel.stop_at = None
     (run_dir,) = run_dirs(tmp_path / "stopped")
-    saved = pickle.loads(torch.load(run_dir / "ppo_godot_multi_policy.pt")["resume"])
+    saved = pickle.loads(torch.load(run_dir / "ppo_godot_self_play.pt")["resume"])
     iterations = 6 if how == "ctrl-c" else 5
     assert saved["global_step"] == iterations * 4 * LENGTH
     assert saved["self_play"]["learner"] == ("left" if how == "ctrl-c" else "right")
     time.sleep(1.0 - time.time() % 1.0 + 0.05)  # a new event file name: TensorBoard's names go by the second
-    assert train_duel(tmp_path / "stopped", ["--resume", str(run_dir / "ppo_godot_multi_policy.pt")],
+    assert train_duel(tmp_path / "stopped", ["--resume", str(run_dir / "ppo_godot_self_play.pt")],
                       monkeypatch) is None
 
     reference, resumed = read_scalars(run_dirs(tmp_path / "reference")[0]), read_scalars(run_dir)
@@ -271,7 +272,7 @@ def test_a_self_play_run_killed_after_a_periodic_checkpoint_resumes_like_never_k
     run_script(SCRIPT, *argv, cwd=tmp_path / "reference")
     (tmp_path / "killed").mkdir()
     proc = start(SCRIPT, *argv, cwd=tmp_path / "killed")
-    checkpoint = kill_after_first_checkpoint(proc, "runs/*/ppo_godot_multi_policy.pt", tmp_path / "killed")
+    checkpoint = kill_after_first_checkpoint(proc, "runs/*/ppo_godot_self_play.pt", tmp_path / "killed")
     saved = pickle.loads(torch.load(checkpoint)["resume"])
     assert 0 < saved["global_step"] < iterations * 4 * LENGTH and "self_play" in saved
     time.sleep(1.0 - time.time() % 1.0 + 0.05)  # a new event file name: TensorBoard's names go by the second
@@ -284,6 +285,40 @@ def test_a_self_play_run_killed_after_a_periodic_checkpoint_resumes_like_never_k
             assert resumed[tag] == reference[tag], tag
 
 
+SAVED_BEFORE_THE_MOVE = REPO / "tests" / "checkpoints" / "self_play_b323d26_duel"
+
+
+def test_a_self_play_run_saved_by_ppo_godot_multi_policy_resumes_here_as_if_never_moved(tmp_path, port):
+    """tests/checkpoints/self_play_b323d26_duel: a run of ppo_godot_multi_policy.py --self-play at b323d26 (before
+    self-play moved here) on the duel stand-in, 5 rollouts with DUEL_FLAGS and --anneal-lr false, its log folder
+    as it left it. Resumed here to 10 rollouts, it logs what a run of this file never stopped logs."""
+    game = misbehaving_game(tmp_path, "duel")
+    flags = [*DUEL_FLAGS, "--anneal-lr", "false", "--total-timesteps", str(10 * 4 * LENGTH)]
+    (tmp_path / "reference").mkdir()
+    run_script(SCRIPT, "--env-path", game, "--port", str(port), *flags, cwd=tmp_path / "reference")
+    run_dir = tmp_path / "moved" / "runs" / "duel__ppo_godot_multi_policy__1"
+    shutil.copytree(SAVED_BEFORE_THE_MOVE, run_dir)
+    checkpoint = run_dir / "ppo_godot_multi_policy.pt"
+    assert torch.load(checkpoint, weights_only=True)["script"] == "ppo_godot_multi_policy.py"
+    run_script(SCRIPT, "--resume", str(checkpoint), "--env-path", game, "--port", str(port), "--total-timesteps",
+               str(10 * 4 * LENGTH), cwd=tmp_path / "moved")
+    reference, resumed = read_scalars(run_dirs(tmp_path / "reference")[0]), read_scalars(run_dir)
+    assert reference.keys() == resumed.keys() and len(reference["self_play/elo/left"]) == 10
+    for tag in reference:
+        if tag != "charts/SPS":
+            assert resumed[tag] == reference[tag], tag
+    # the sibling now refuses to resume it, and this file a run saved without self-play
+    proc = run_script("ppo_godot_multi_policy.py", "--resume", str(checkpoint), "--total-timesteps", "100000",
+                      cwd=tmp_path, check=False)
+    assert_one_line_error(proc, f"{checkpoint} is a self-play run: resume it with ppo_godot_self_play.py")
+
+
+def test_a_run_saved_without_self_play_is_not_resumed_here(tag_run, tmp_path):
+    proc = run_script(SCRIPT, "--resume", str(tag_run[0]), "--total-timesteps", "100000", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, f"{tag_run[0]} was saved by ppo_godot_multi_policy.py without self-play: resume it "
+                                f"with ppo_godot_multi_policy.py")
+
+
 def test_a_game_that_cannot_tell_a_time_out_is_not_rated_by_terminated(tmp_path, monkeypatch, capsys):
     """--self-play-outcome terminated=NAME in a game that resets on the spot (Duel, like the plugin): every end
     would be NAME's win; the ends are left unrated, and a note says why, once."""
@@ -291,7 +326,7 @@ def test_a_game_that_cannot_tell_a_time_out_is_not_rated_by_terminated(tmp_path,
     argv = DUEL_FLAGS + ["--self-play-outcome", "terminated=left", "--total-timesteps", str(4 * 4 * LENGTH)]
     assert train_duel(tmp_path, argv, monkeypatch) is None
     notes = [line for line in capsys.readouterr().out.splitlines() if "cannot say which episode ends" in line]
-    assert notes == ["ppo_godot_multi_policy.py: note: --self-play-outcome terminated=left: the game resets agents "
+    assert notes == ["ppo_godot_self_play.py: note: --self-play-outcome terminated=left: the game resets agents "
                      "on the spot (as the plugin does), so it cannot say which episode ends are time-outs; those "
                      "ends are not rated (use --self-play-outcome return)"]
     scalars = read_scalars(run_dirs(tmp_path)[0])
@@ -307,7 +342,7 @@ def self_play_run(tmp_path_factory, tag_run):
     of 256 steps (128 of each policy), the learner changing every 2."""
     needs_godot()
     folder = tmp_path_factory.mktemp("self_play")
-    proc = run_script(SCRIPT, *game_argv(TAG, free_port(), "--total-timesteps", "2048", "--self-play",
+    proc = run_script(SCRIPT, *game_argv(TAG, free_port(), "--total-timesteps", "2048",
                                          "--self-play-outcome", "terminated=chaser", "--self-play-save-steps", "128",
                                          "--self-play-team-change", "256", "--self-play-swap-steps", "128",
                                          "--self-play-pool", f"runner={tag_run[0]}", "--checkpoint-minutes", "0",
@@ -331,7 +366,7 @@ def test_a_self_play_run_shows_who_learns_and_the_ratings_and_saves_its_pools(se
         # each policy learns only in its turns: 4 updates each
         assert len(scalars[f"losses/value_loss/{name}"]) == 4
         assert len(scalars[f"charts/episodic_return/{name}"]) >= 8  # each of its 8 agents ended one, learning or not
-    state = pickle.loads(torch.load(run_dir / "ppo_godot_multi_policy.pt")["resume"])["self_play"]
+    state = pickle.loads(torch.load(run_dir / "ppo_godot_self_play.pt")["resume"])["self_play"]
     assert state["pools"]["runner"][0]["source"] == str(tag_run[0]) and state["pools"]["runner"][0]["kept"]
     assert [s["source"] for s in state["pools"]["chaser"]] == [
         "global_step=0", "global_step=256", "global_step=512", "global_step=1280", "global_step=1536"]
@@ -367,23 +402,22 @@ def test_evaluation_lines_give_each_episode_s_length_and_how_it_ended(tag_run, t
         "pool-name-space-path", "pool-spaces", "pool-missing"])
 def test_a_bad_self_play_setting_gets_one_line(flags, message, tmp_path, port):
     (tmp_path / "x.pt").write_bytes(b"")
-    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play", *flags), cwd=tmp_path, check=False)
+    proc = run_script(SCRIPT, *game_argv(TAG, port, *flags), cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
     assert not (tmp_path / "runs").exists() and not game_pids(port)
 
 
-def test_self_play_settings_need_self_play_and_training(tag_run, tmp_path, port):
-    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play-window", "3"), cwd=tmp_path, check=False)
-    assert_one_line_error(proc, "--self-play-window is a setting of --self-play: give --self-play too")
-    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play", "--eval-checkpoint", str(tag_run[0])),
+def test_self_play_settings_are_for_training(tag_run, tmp_path, port):
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play-window", "3", "--eval-checkpoint", str(tag_run[0])),
                       cwd=tmp_path, check=False)
-    assert_one_line_error(proc, "--self-play is for training")
+    assert_one_line_error(proc, "--self-play-window is a setting of training: --eval-checkpoint and "
+                                "--export-checkpoint play or export each policy's own weights")
 
 
 @pytest.mark.parametrize("game, flags, message", [
-    (VS_SCRIPTED_RUNNER, [], "--self-play needs a game of two or more policy names, which take turns to learn; its "
+    (VS_SCRIPTED_RUNNER, [], "self-play needs a game of two or more policy names, which take turns to learn; its "
                              "agents' policy names are 'chaser'"),
-    (TAG, ["--frozen-policy", "runner={tag}"], "--self-play needs two policies that learn, to take turns; "
+    (TAG, ["--frozen-policy", "runner={tag}"], "self-play needs two policies that learn, to take turns; "
                                                "--frozen-policy leaves 'chaser' alone"),
     (TAG, ["--self-play-pool", "keeper={tag}"], "--self-play-pool keeper: the game has no policy 'keeper'; its "
                                                 "agents' policy names are 'chaser', 'runner'"),
@@ -394,15 +428,15 @@ def test_self_play_settings_need_self_play_and_training(tag_run, tmp_path, port)
 def test_a_self_play_the_game_cannot_play_gets_one_line(game, flags, message, tag_run, runner_only, tmp_path,
                                                          port):
     flags = [flag.format(tag=tag_run[0], runner=runner_only) for flag in flags]
-    proc = run_script(SCRIPT, *game_argv(game, port, "--self-play", *flags), cwd=tmp_path, check=False)
+    proc = run_script(SCRIPT, *game_argv(game, port, *flags), cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
     assert not (tmp_path / "runs").exists() and not game_pids(port)
 
 
 def test_a_team_change_shorter_than_a_rollout_gets_a_note(tmp_path, port):
     needs_godot()
-    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play", "--self-play-team-change", "100",
+    proc = run_script(SCRIPT, *game_argv(TAG, port, "--self-play-team-change", "100",
                                          "--total-timesteps", "256"), cwd=tmp_path)
-    assert ("ppo_godot_multi_policy.py: note: --self-play-team-change 100 is shorter than one rollout of policy "
+    assert ("ppo_godot_self_play.py: note: --self-play-team-change 100 is shorter than one rollout of policy "
             "'chaser' (8 agents x --num-steps 16 = 128): the learning policy changes after every rollout"
             ) in proc.stdout.splitlines()

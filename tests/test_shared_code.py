@@ -112,20 +112,16 @@ MULTI_POLICY = {
         "its own policy's columns, floats for all": (
             "polic", "read_layouts", "obs_keys", "width =", "discrete", "MultiDiscrete", "floats", "columns",
             "self.num_envs =", "Every agent's row", "its bytes", "agents_obs", 'reply["obs"]',
-            "dtype=self.single_observation_space.dtype", "game_actions", "to_game_action"),
-        "--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
-            "tells_time_outs",)},
+            "dtype=self.single_observation_space.dtype", "game_actions", "to_game_action")},
     "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
-        "polic", "return_rms", "std", "autoreset", "transition) is left out", "the siblings' NormalizeReward",
-        "playing")},
+        "polic", "return_rms", "std", "autoreset", "transition) is left out", "mid_episode",
+        "does not clip")},
     "collect_rollout": {"an episode's tags and its printed line end in its agent's policy name": (
-        "tag", "charts/episodic_", "global_step={global_step}, episodic_return"),
-                        "--self-play rates each episode end": ("self_play", "def collect_rollout(")},
+        "tag", "charts/episodic_", "global_step={global_step}, episodic_return")},
     "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
-                  "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration"),
-              "--self-play: who learns, and which snapshots play": ("self_play", "Self-play", "past weights")},
+                  "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration")},
     "evaluate": {"each policy's returns, and the line of each episode names its policy; the checkpoint's kind is "
                  "checked by load_policies": ("polic", "returns", "agent", "pi(.|s)", "short ones", "load_checkpoint")},
     "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
@@ -133,22 +129,18 @@ MULTI_POLICY = {
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
                        "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout",
                        "args.resume", "else:", "load_checkpoint", "gdscript_export_path",
-                       "checkpoint holds them", "SystemExit", "raise", "envs.close()"),
-                   "--self-play-pool's names and files are checked as --frozen-policy's, and --self-play's game": (
-                       "self_play", "self-play", "pool", "export without a game", "team_change_note")},
+                       "checkpoint holds them", "SystemExit", "raise", "envs.close()", "export without a game")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
                                                           "saved_layout", "--frozen-policy", "ppo_godot.py",
-                                                          "name_and_checkpoint", "from their checkpoint"),
-                        "--self-play and its settings, checked": (
-                            "self-play", "self_play", "ML-Agents", "save_steps", "swap_steps", "demo,", "snapshot",
-                            "spelling", "return", "opponents'", "marks time-outs")},
+                                                          "name_and_checkpoint", "from their checkpoint",
+                                                          "spelling"),
+                        "a self-play run, saved by ppo_godot_self_play.py or by this script before self-play moved "
+                        "there, is refused to --resume with one line naming that file": ("self-play", "self_play")},
     "set_env_state": {"a statistic per policy": ("return_rms", "rms", "NormalizeReward")},
-    "load_checkpoint": {"ppo_godot.py's checkpoints are read too: a policy to freeze, or a game of several that "
-                        "it once trained": ('checkpoint["script"]', "ppo_godot.py's too")},
-    "GameRun": {"--self-play's state goes into each boundary and comes back on --resume; its ratings into the "
-                "progress line": ("self_play", "self-play", "on a game fault.", "def guard(", "mark_boundary",
-                                  "progress_note")},
+    "load_checkpoint": {"ppo_godot.py's and ppo_godot_self_play.py's checkpoints are read too: a policy to freeze, "
+                        "or a game of several that ppo_godot.py once trained": (
+                            'checkpoint["script"]', "ppo_godot.py's and", "several policies")},
     "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "obs_layout", "agents_of",
                                                                         "obs_rows[")},
     "check_observations": {"each agent's keys are its policy's": ("polic", "obs_layout", "agents_of")},
@@ -179,11 +171,7 @@ ONLY_IN_MULTI_POLICY = {
     "frozen_source": "the line that says which file, run and step a frozen policy comes from",
     "load_policies": "every policy's weights from a checkpoint",
     "policy_path": "a file per policy",
-    "name_and_checkpoint": "--frozen-policy's and --self-play-pool's NAME=CHECKPOINT",
-    "self_play_problem": "a self-play setting that cannot work",
-    "self_play_game_problem": "a game where --self-play cannot work",
-    "SelfPlay": "--self-play's pools, schedule and ratings",
-    "team_change_note": "a note for a self-play turn shorter than a rollout",
+    "name_and_checkpoint": "--frozen-policy's NAME=CHECKPOINT",
 }
 
 
@@ -200,6 +188,63 @@ def test_ppo_godot_multi_policy_differs_from_ppo_godot_only_where_several_polici
 def test_what_only_one_of_the_godot_scripts_defines_is_declared():
     ppo_godot, multi = set(definitions("ppo_godot.py")), set(definitions("ppo_godot_multi_policy.py"))
     assert ppo_godot - multi == set(ONLY_IN_PPO_GODOT) and multi - ppo_godot == set(ONLY_IN_MULTI_POLICY)
+
+
+# ppo_godot_self_play.py is ppo_godot_multi_policy.py but for self-play: a snapshot plays for each waiting policy,
+# only the learner updates, and below the banner the ratings, the settings and the state a checkpoint keeps
+SELF_PLAY = {
+    "AgentPerPolicy": {"a waiting policy's agents play a snapshot of its past weights": (
+        "playing", "its_agent", "its_action", "past weights", "learn.", "never learn.")},
+    "train": {"who learns, and which snapshots play": (
+        "self_play", "check_game(", "section 9", "One policy learns", "past weights", "continue",
+        "run.guard(", "run.writer, device")},
+    "collect_rollout": {"each episode end of a learner's agent moves the ELO ratings": (
+        "self_play", "def collect_rollout(")},
+    "GodotVecEnv": {"--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
+        "tells_time_outs",)},
+    "parse_args": {"the comment names the flags section 9 adds": ("self-play's settings",)},
+    "parse_and_check": {"self-play's settings, and --self-play-pool's NAME=CHECKPOINT; a run saved without "
+                        "self-play is refused to --resume with one line naming its script": (
+                            "self-play", "self_play", "ML-Agents", "save_steps", "swap_steps", "demo,", "snapshot",
+                            "return", "opponents'", "marks time-outs", "saved_by", "--frozen-policy", "pool",
+                            "team_change", "window", "learning policy", "uniformly", "repeat it", "NAME=CHECKPOINT")},
+    "check_game": {"--self-play-pool's names and files are checked as --frozen-policy's, and the game's policies": (
+        "self_play", "self-play", "pool", "flag", "frozen", "fits", "weights", "saved", "--self-play-pool",
+        "team_change_note", "else:", "checkpoint holds", "frozen_from", "frozen_source", "each file read once",
+        "the checkpoint, for")},
+    "frozen_source": {"a saved opponent's file is named as a frozen policy's": ("a frozen policy",)},
+    "name_and_checkpoint": {"--self-play-pool takes NAME=CHECKPOINT too": ("NAME=CHECKPOINT, or one line",)},
+    "load_checkpoint": {"ppo_godot_multi_policy.py's checkpoints are read too: a policy to freeze or to pool, and a "
+                        "self-play run saved there before self-play moved here": (
+                            'checkpoint["script"]', "ppo_godot.py's and", "several policies", "self-play lived")},
+    "GameRun": {"the self-play state goes into each boundary and comes back on --resume; its ratings into the "
+                "progress line": ("self_play", "self-play", "on a game fault.", "def guard(", "mark_boundary",
+                                  "progress_note", "load_self_play_state", "self.args.resume", "generator")},
+}
+ONLY_IN_SELF_PLAY = {
+    "SelfPlay": "the pools, whose turn it is to learn, and which snapshot each waiting policy plays",
+    "Ratings": "each policy's and snapshot's ELO rating, which shapes nothing",
+    "self_play_state": "what --resume needs of the self-play state",
+    "load_self_play_state": "that state put back",
+    "self_play_problem": "a self-play setting that cannot work",
+    "self_play_game_problem": "a game where self-play cannot work",
+    "team_change_note": "a note for a self-play turn shorter than a rollout",
+}
+
+
+@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot_multi_policy.py"))
+                                        & set(definitions("ppo_godot_self_play.py"))))
+def test_ppo_godot_self_play_differs_from_multi_policy_only_where_self_play_does(name):
+    reference, source = definitions("ppo_godot_multi_policy.py")[name], definitions("ppo_godot_self_play.py")[name]
+    if name not in SELF_PLAY:
+        assert source == reference, f"ppo_godot_self_play.py's {name} differs: declare it, or make it the sibling's"
+    else:
+        assert_differs_only_as_declared(name, reference, source, SELF_PLAY[name])
+
+
+def test_what_only_the_self_play_script_defines_is_declared():
+    multi, self_play = set(definitions("ppo_godot_multi_policy.py")), set(definitions("ppo_godot_self_play.py"))
+    assert multi - self_play == set() and self_play - multi == set(ONLY_IN_SELF_PLAY)
 
 
 # ppo_lstm.py takes ppo.py's definitions where memory changes nothing, and ppo_continuous_action.py's
