@@ -13,7 +13,8 @@ AgentPerPolicy); each policy's rows of the rollout (section 5, policy_rows) feed
 and update, in a loop over the policies in train() (section 7). Each policy also has its own reward
 statistic, tags ending in /<name>, evaluation line and ONNX file; --frozen-policy plays one from a
 checkpoint and never updates it (a fixed opponent; ppo_godot_self_play.py has opponents that learn in
-turns). A game of one policy name trains here too and logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
+turns). A game of one policy name trains here too and logs what ppo_godot.py logs. Read it down to the
+plumbing banner (section 9).
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
 GodotVecEnv. Discrete, continuous and mixed actions work, in the order the game declares them.
 Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO
@@ -654,7 +655,7 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer):
-        # s_0: new episodes from envs.reset(seed=args.seed), for a resumed run too (a game's cannot be saved)
+        # s_0: new episodes from envs.reset(seed=args.seed + global_step), for a resumed run too (its game: new)
         all_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
@@ -719,8 +720,9 @@ def evaluate(args, greedy=True):
 
 # ================================================================================================
 # 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
-#    ONNX export. What is learned is decided above; below, only the game's command line (its --speedup,
-#    --framerate, --action-repeat) reaches the game
+#    ONNX export. What is learned is decided above; below, only the game's command line reaches the game:
+#    its seed (--env_seed, from --seed), --speedup, --framerate, --action-repeat and, without --show-window,
+#    Godot 4's --headless (a camera's image is then blank) or Godot 3's --no-window
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -1719,10 +1721,8 @@ def check_observations(envs, replies):
 def close_games(envs):
     """Tells each game to close and ends its process group. Ctrl-C or kill while closing would leave
     the games running: they are ignored until it is done."""
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    if in_main_thread:
-        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    in_main_thread = threading.current_thread() is threading.main_thread()  # where signals can be set
+    with stop_signals(signal.SIG_IGN) if in_main_thread else contextlib.nullcontext():
         for game in envs.games:
             with contextlib.suppress(OSError, GameError):
                 game._send_as_json({"type": "close"})
@@ -1740,10 +1740,6 @@ def close_games(envs):
                 with contextlib.suppress(OSError):
                     os.remove(proc.log_path)
         envs.games, envs.procs = [], []
-    finally:
-        if in_main_thread:
-            for stop_signal, handler in previous.items():
-                signal.signal(stop_signal, handler)
 
 
 def exit_after_a_stop(code):
@@ -1751,34 +1747,48 @@ def exit_after_a_stop(code):
     ended, without the interpreter's final clean-up. A second Ctrl-C raises KeyboardInterrupt wherever
     the code is, inside a library too, and what that leaves half-done can hang the clean-up (the final
     garbage collection, say)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ignore_stop_signals()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
 @contextlib.contextmanager
+def stop_signals(handler):
+    """Ctrl-C and kill (SIGINT, SIGTERM) go to handler inside the block (signal.SIG_IGN: ignored), and to
+    what they went to before, after it."""
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for stop_signal, before in previous.items():
+            signal.signal(stop_signal, before)
+
+
+def ignore_stop_signals():
+    """From here on, Ctrl-C and kill are ignored: the run is ending."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
 def game_errors(doing):
     """A game that fails outside training: one line. Ctrl-C or kill ends the games (start_games
     closes what it started), with nothing learned lost."""
-    stop_signals = []
+    signals_seen = []
 
     def interrupt(signum, frame):
-        stop_signals.append(signum)
+        signals_seen.append(signum)
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with stop_signals(interrupt):
+            yield
     except GameError as e:
         fail(str(e))
     except KeyboardInterrupt:
         print(f"interrupted while {doing}", file=sys.stderr)
-        sys.exit(128 + (stop_signals[0] if stop_signals else signal.SIGINT))
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)
+        sys.exit(128 + (signals_seen[0] if signals_seen else signal.SIGINT))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1829,17 +1839,14 @@ def export_onnx(agent, obs_layout, path):
         fail(onnx_name_clash(obs_keys))
     names = obs_keys + ["state_ins", "output", "state_outs"]
     example = tuple(torch.zeros(1, math.prod(shape)) for _, shape in obs_layout) + (torch.zeros(1),)
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:  # written beside it, then renamed: an export that fails leaves no half-written model
-        with warnings.catch_warnings():  # the TorchScript exporter calls itself deprecated; the newer
-            warnings.simplefilter("ignore", DeprecationWarning)  # one needs onnxscript, not installed here
-            torch.onnx.export(OnnxPolicy(agent).cpu().eval(), example, path + ".tmp", input_names=names[:-2],
-                              output_names=names[-2:], opset_version=17, dynamo=False,
-                              dynamic_axes={name: {0: "batch_size"} for name in names})
+    with stop_signals(signal.SIG_IGN), warnings.catch_warnings():
+        # the TorchScript exporter calls itself deprecated; the newer one needs onnxscript, not installed here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # written beside it, then renamed: an export that fails leaves no half-written model
+        torch.onnx.export(OnnxPolicy(agent).cpu().eval(), example, path + ".tmp", input_names=names[:-2],
+                          output_names=names[-2:], opset_version=17, dynamo=False,
+                          dynamic_axes={name: {0: "batch_size"} for name in names})
         os.replace(path + ".tmp", path)
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)
     return f"The policy is exported to {path}, for the Godot RL Agents plugin"
 
 
@@ -1979,14 +1986,9 @@ def export_gdscript(agent, obs_layout, action_heads, path, trained):
     if problem:
         fail(problem)
     text = gdscript_policy(agent, obs_layout, action_heads, trained)
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:  # written beside it, then renamed, as the ONNX file
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)
+    with stop_signals(signal.SIG_IGN), open(path + ".tmp", "w", encoding="utf-8") as f:  # beside it, then renamed
+        f.write(text)
+    os.replace(path + ".tmp", path)
     return f"The policy is exported to {path}, as GDScript for any Godot build"
 
 
@@ -2034,5 +2036,4 @@ if __name__ == "__main__":
                 exit_after_a_stop(stop.code)
             raise
         finally:  # saved, and every game ended: a late Ctrl-C must not break the interpreter's exit
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            ignore_stop_signals()

@@ -653,9 +653,11 @@ class SelfPlay:
         self.rng = np.random.default_rng(args.seed)  # the draws, apart from the rest: its state is saved
         self.ratings = Ratings(args, envs, self)  # section 9: an ELO rating per policy and snapshot
         # a snapshot: "weights", "source" (a step of this run, or a file), "kept" (a file's: for good), "rating"
-        self.pools = {name: [self.snapshot(name, weights, path, kept=True) for path, weights in
-                             pool_weights.get(name, [])] + [self.snapshot(name, agents[name].state_dict(), "global_step=0")]
-                      for name in self.names}
+        self.pools = {}
+        for name in self.names:  # the files of --self-play-pool, kept for good, then the policy's first weights
+            self.pools[name] = [self.snapshot(name, weights, path, kept=True)
+                                for path, weights in pool_weights.get(name, [])]
+            self.pools[name].append(self.snapshot(name, agents[name].state_dict(), "global_step=0"))
         self.opponents = {name: copy.deepcopy(agents[name]).requires_grad_(False) for name in self.names}
         self.learner, self.in_play = self.names[0], {}  # in_play: {name: the snapshot its agents play}
         # agent-steps since: the learner's turn began; each policy's last snapshot, and its last draw
@@ -732,7 +734,7 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer, self_play):
-        # s_0: new episodes from envs.reset(seed=args.seed), for a resumed run too (a game's cannot be saved)
+        # s_0: new episodes from envs.reset(seed=args.seed + global_step), for a resumed run too (its game: new)
         all_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
@@ -800,8 +802,9 @@ def evaluate(args, greedy=True):
 
 # ================================================================================================
 # 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
-#    ONNX export. What is learned is decided above; below, only the game's command line (its --speedup,
-#    --framerate, --action-repeat) reaches the game
+#    ONNX export. What is learned is decided above; below, only the game's command line reaches the game:
+#    its seed (--env_seed, from --seed), --speedup, --framerate, --action-repeat and, without --show-window,
+#    Godot 4's --headless (a camera's image is then blank) or Godot 3's --no-window
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -1976,10 +1979,8 @@ def check_observations(envs, replies):
 def close_games(envs):
     """Tells each game to close and ends its process group. Ctrl-C or kill while closing would leave
     the games running: they are ignored until it is done."""
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    if in_main_thread:
-        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    in_main_thread = threading.current_thread() is threading.main_thread()  # where signals can be set
+    with stop_signals(signal.SIG_IGN) if in_main_thread else contextlib.nullcontext():
         for game in envs.games:
             with contextlib.suppress(OSError, GameError):
                 game._send_as_json({"type": "close"})
@@ -1997,10 +1998,6 @@ def close_games(envs):
                 with contextlib.suppress(OSError):
                     os.remove(proc.log_path)
         envs.games, envs.procs = [], []
-    finally:
-        if in_main_thread:
-            for stop_signal, handler in previous.items():
-                signal.signal(stop_signal, handler)
 
 
 def exit_after_a_stop(code):
@@ -2008,34 +2005,48 @@ def exit_after_a_stop(code):
     ended, without the interpreter's final clean-up. A second Ctrl-C raises KeyboardInterrupt wherever
     the code is, inside a library too, and what that leaves half-done can hang the clean-up (the final
     garbage collection, say)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ignore_stop_signals()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
 @contextlib.contextmanager
+def stop_signals(handler):
+    """Ctrl-C and kill (SIGINT, SIGTERM) go to handler inside the block (signal.SIG_IGN: ignored), and to
+    what they went to before, after it."""
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for stop_signal, before in previous.items():
+            signal.signal(stop_signal, before)
+
+
+def ignore_stop_signals():
+    """From here on, Ctrl-C and kill are ignored: the run is ending."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
 def game_errors(doing):
     """A game that fails outside training: one line. Ctrl-C or kill ends the games (start_games
     closes what it started), with nothing learned lost."""
-    stop_signals = []
+    signals_seen = []
 
     def interrupt(signum, frame):
-        stop_signals.append(signum)
+        signals_seen.append(signum)
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with stop_signals(interrupt):
+            yield
     except GameError as e:
         fail(str(e))
     except KeyboardInterrupt:
         print(f"interrupted while {doing}", file=sys.stderr)
-        sys.exit(128 + (stop_signals[0] if stop_signals else signal.SIGINT))
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)
+        sys.exit(128 + (signals_seen[0] if signals_seen else signal.SIGINT))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -2086,17 +2097,14 @@ def export_onnx(agent, obs_layout, path):
         fail(onnx_name_clash(obs_keys))
     names = obs_keys + ["state_ins", "output", "state_outs"]
     example = tuple(torch.zeros(1, math.prod(shape)) for _, shape in obs_layout) + (torch.zeros(1),)
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:  # written beside it, then renamed: an export that fails leaves no half-written model
-        with warnings.catch_warnings():  # the TorchScript exporter calls itself deprecated; the newer
-            warnings.simplefilter("ignore", DeprecationWarning)  # one needs onnxscript, not installed here
-            torch.onnx.export(OnnxPolicy(agent).cpu().eval(), example, path + ".tmp", input_names=names[:-2],
-                              output_names=names[-2:], opset_version=17, dynamo=False,
-                              dynamic_axes={name: {0: "batch_size"} for name in names})
+    with stop_signals(signal.SIG_IGN), warnings.catch_warnings():
+        # the TorchScript exporter calls itself deprecated; the newer one needs onnxscript, not installed here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # written beside it, then renamed: an export that fails leaves no half-written model
+        torch.onnx.export(OnnxPolicy(agent).cpu().eval(), example, path + ".tmp", input_names=names[:-2],
+                          output_names=names[-2:], opset_version=17, dynamo=False,
+                          dynamic_axes={name: {0: "batch_size"} for name in names})
         os.replace(path + ".tmp", path)
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)
     return f"The policy is exported to {path}, for the Godot RL Agents plugin"
 
 
@@ -2236,14 +2244,9 @@ def export_gdscript(agent, obs_layout, action_heads, path, trained):
     if problem:
         fail(problem)
     text = gdscript_policy(agent, obs_layout, action_heads, trained)
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:  # written beside it, then renamed, as the ONNX file
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)
+    with stop_signals(signal.SIG_IGN), open(path + ".tmp", "w", encoding="utf-8") as f:  # beside it, then renamed
+        f.write(text)
+    os.replace(path + ".tmp", path)
     return f"The policy is exported to {path}, as GDScript for any Godot build"
 
 
@@ -2291,5 +2294,4 @@ if __name__ == "__main__":
                 exit_after_a_stop(stop.code)
             raise
         finally:  # saved, and every game ended: a late Ctrl-C must not break the interpreter's exit
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            ignore_stop_signals()
