@@ -482,8 +482,8 @@ def make_storage(args, envs):
     )
 
 
-def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writer, device, self_play):
-    """Fills storage; returns (next_obs, next_done, global_step). No reset: the episodes go on from the
+def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device, self_play):
+    """Fills storage; returns (next_obs, global_step). No reset: the episodes go on from the
     last rollout (a reset here would cap every episode at num_steps steps)."""
     for step in range(len(storage.obs)):
         global_step += envs.num_envs
@@ -500,7 +500,6 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
         storage.rewards[step] = reward
         storage.terminations[step] = terminated
         storage.truncations[step] = truncated
-        next_done = terminated | truncated
 
         if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
@@ -511,7 +510,7 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
                 self_play.ratings.rate(i, episodic_return, terminated[i])  # section 9: ELO, which shapes nothing
     check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
-    return next_obs, next_done, global_step
+    return next_obs, global_step
 
 
 # ================================================================================================
@@ -735,13 +734,13 @@ def train(args):
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer, self_play):
         # s_0: new episodes from envs.reset(seed=args.seed + global_step), for a resumed run too (its game: new)
-        all_obs, next_done, global_step = run.start()
+        all_obs, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
-            all_obs, next_done, global_step = collect_rollout(
-                envs, agents, rollout, all_obs, next_done, global_step, run.writer, device, self_play)
+            all_obs, global_step = collect_rollout(
+                envs, agents, rollout, all_obs, global_step, run.writer, device, self_play)
             for name, policy in envs.policies.items():  # each policy learns from its own agents' rows alone
                 if name in agents.frozen:  # it plays, and never learns
                     continue
@@ -760,7 +759,7 @@ def train(args):
                 for tag, value in stats.items():
                     run.writer.add_scalar(tag + policy.tag, value, global_step)
             self_play.end_iteration(global_step, run.writer)  # a snapshot into the pool, new draws, the next learner
-            run.end_iteration(iteration, all_obs, next_done, global_step)  # SPS; where a stop resumes
+            run.end_iteration(iteration, global_step)  # SPS; where a stop resumes
     return run.dir
 
 
@@ -1251,10 +1250,9 @@ class Run:
             raise KeyboardInterrupt
 
     def start(self):
-        """(next_obs, next_done, global_step) to start from: new episodes, and for --resume the saved
+        """(next_obs, global_step) to start from: new episodes, and for --resume the saved
         run's weights, optimizer and random generators."""
         args, iteration, global_step = self.args, 0, 0
-        next_done = np.zeros(args.num_envs, dtype=bool)
         saved = None
         if args.resume:
             checkpoint = self.checkpoint
@@ -1292,7 +1290,7 @@ class Run:
             print("resume: a running game's episodes cannot be saved; the games start new ones")
         next_obs, _ = self.envs.reset(seed=args.seed + global_step)
         self.first_iteration, self.first_step = iteration + 1, global_step
-        self.mark_boundary(iteration, next_obs, next_done, global_step)
+        self.mark_boundary(iteration, global_step)
         if args.track:
             start_tracking(args, self.name)
         # A resumed run hides the events its first life logged after the saved boundary
@@ -1304,7 +1302,7 @@ class Run:
             )
         self.flags = copy.deepcopy(args)
         self.start_time = self.last_status = self.last_checkpoint = time.time()
-        return next_obs, next_done, global_step
+        return next_obs, global_step
 
     def iterations(self):
         """The iterations left, each one rollout and one update; a stop asked for ends them here."""
@@ -1315,12 +1313,12 @@ class Run:
         if self.stop_requested:  # a signal during the last iteration still stops and saves
             raise KeyboardInterrupt
 
-    def end_iteration(self, iteration, next_obs, next_done, global_step):
+    def end_iteration(self, iteration, global_step):
         """Logs SPS, marks the boundary a stop saves, saves it every --checkpoint-minutes, and prints the
         progress every 10 s and at each of those saves."""
         sps = int((global_step - self.first_step) / (time.time() - self.start_time))
         self.writer.add_scalar("charts/SPS", sps, global_step)
-        self.mark_boundary(iteration, next_obs, next_done, global_step)
+        self.mark_boundary(iteration, global_step)
         saving = self.args.save_model and time.time() - self.last_checkpoint >= 60 * self.args.checkpoint_minutes
         if saving:
             self.writer.flush()  # the logs up to this boundary, which a hard kill would lose
@@ -1338,10 +1336,10 @@ class Run:
         """What a subclass adds to the progress line (nothing here)."""
         return ""
 
-    def mark_boundary(self, iteration, next_obs, next_done, global_step):
+    def mark_boundary(self, iteration, global_step):
         """Where a run that stops on a fault resumes (with new episodes)."""
         self.boundary = {"iteration": iteration, "global_step": global_step, "envs": get_env_state(self.envs)}
-        self.next_obs, self.next_done, self.global_step = next_obs, next_done, global_step
+        self.global_step = global_step
 
     def save(self):
         """Every exit keeps the run; returns what it kept, in words: what a resumed run needs to go on
@@ -1352,8 +1350,7 @@ class Run:
             rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
             if self.args.cuda:
                 rng["cuda"] = torch.cuda.get_rng_state()
-            resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng,
-                      "next_obs": self.next_obs, "next_done": self.next_done}
+            resume = {**self.boundary, "optimizer": self.optimizer.state_dict(), "rng": rng}
         if self.kept is not None and (resume is None or resumes_to(resume) < self.kept):
             return (f"{self.model_path} is kept as it was: it resumes from global_step={self.kept}, more than this "
                     f"stop could save")
@@ -1411,8 +1408,8 @@ class GameRun(Run):
         self.keep_game_logs()
         return started
 
-    def mark_boundary(self, iteration, next_obs, next_done, global_step):
-        super().mark_boundary(iteration, next_obs, next_done, global_step)
+    def mark_boundary(self, iteration, global_step):
+        super().mark_boundary(iteration, global_step)
         # the pools, the turn, the counters, the ratings and the draws' generator, as at this boundary
         self.boundary["self_play"] = self_play_state(self.self_play)
 

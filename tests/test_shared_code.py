@@ -4,6 +4,7 @@ the plumbing, each script's declared differences aside."""
 import ast
 import difflib
 import functools
+import re
 
 import pytest
 
@@ -11,18 +12,25 @@ from conftest import REPO
 
 SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
 GYM_SCRIPTS = SCRIPTS[:2]
-SHARED_BY_ALL = ["layer_init", "make_storage", "collect_rollout", "rollout_logprobs_and_values", "compute_gae",
+SHARED_BY_ALL = ["layer_init", "make_storage", "rollout_logprobs_and_values", "compute_gae",
                  "ppo_update", "str2bool", "minibatch_problem", "resumed_args", "fail", "EnvFault",
                  "check_env_output", "unsaved_tensors", "load_checkpoint", "load_weights", "start_tracking",
                  "stop_tracking"]
-SHARED_BY_GYM = ["NormalizeReward", "parse_and_check", "env_errors", "find_wrapper", "save_episodes",
+SHARED_BY_GYM = ["collect_rollout", "NormalizeReward", "parse_and_check", "env_errors", "find_wrapper", "save_episodes",
                  "restore_episodes", "track_videos", "Run"]
 # The lines each script writes its own way: (definition, words of the line, why)
 DECLARED = {
-    ("collect_rollout", "is_transition[step] = "):
-        "ppo_godot.py knows from the game's reply, not from next_done, which steps only reset an agent",
     ("Run", "save_checkpoint("): "ppo_continuous_action.py's checkpoint also holds the observation statistics",
 }
+
+
+@functools.cache
+def lesson_definitions(script):
+    """{name: source} of the script's top-level functions and classes above its plumbing banner."""
+    text = (REPO / script).read_text()
+    banner = text[:text.index("\n# 9. Plumbing")].count("\n") + 2
+    return {name: source for name, source in definitions(script).items()
+            if next(node for node in ast.parse(text).body if getattr(node, "name", None) == name).lineno < banner}
 
 
 @functools.cache
@@ -79,7 +87,19 @@ GODOT_RUN = {
     "apart), and a resumed run starts new episodes": (
         "self.save(", "def save(", "exact", "episodes", "random generators", 'saved["next_obs"]', "else:",
         "boundary", "Every exit keeps the run", "kept as it was", "stop could save", "start new ones"),
+    "so nothing of the episodes under way is carried to a boundary: no next_obs, no next_done": (
+        "next_done", "next_obs", "def end_iteration(", "def mark_boundary(", "self.global_step = ", '"rng": rng'),
 }
+# ppo_godot.py's rollout is ppo.py's but for what the game's reply tells
+GODOT_ROLLOUT = {
+    "the game's reply says which steps only reset an agent, so next_done is not carried from one step to the "
+    "next": ("is_transition[step] = ", "next_done", "returns (next_obs", "next_obs, global_step"),
+}
+
+
+def test_ppo_godot_rollout_differs_from_ppo_s_only_where_the_game_tells_more():
+    assert_differs_only_as_declared("collect_rollout", definitions("ppo.py")["collect_rollout"],
+                                    definitions("ppo_godot.py")["collect_rollout"], GODOT_ROLLOUT)
 
 
 def test_ppo_godot_run_differs_from_ppo_s_only_where_a_game_cannot_do_the_same():
@@ -95,8 +115,10 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
     differing = reference ^ lines
     allowed = ("Agent(", "int(np.prod(envs.single_action_space.shape))", "Run(args)", "make_envs(args",
                "args.num_envs = ", "args.batch_size = ", "args.num_iterations = ", "check_game(")
-    if script == "ppo_godot.py":  # a game's episodes cannot be saved: a resumed run starts new ones
-        allowed += ("# s_0: new episodes",)
+    if script == "ppo_godot.py":  # a game's episodes cannot be saved: a resumed run starts new ones, and the
+        # game's reply says which steps only reset an agent: no next_done is carried
+        allowed += ("# s_0: new episodes", "run.start()", "collect_rollout(", "envs, agent, storage, next_obs",
+                    "run.end_iteration(")
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
 
 
@@ -121,7 +143,7 @@ MULTI_POLICY = {
     "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
-                  "optimizer", "run.start()", "continue", "add_scalar", "run.end_iteration")},
+                  "optimizer", "run.start()", "continue", "add_scalar")},
     "evaluate": {"each policy's returns, and the line of each episode names its policy; the checkpoint's kind is "
                  "checked by load_policies": ("polic", "returns", "agent", "pi(.|s)", "short ones", "load_checkpoint")},
     "check_game": {"each policy's batch, keys and layouts; --frozen-policy's name, file and spaces checked, and "
@@ -274,3 +296,22 @@ def test_ppo_lstm_train_differs_only_in_the_lstm_state():
     calls = ("Agent(", "run.start()", "collect_rollout(", "next_done, global_step", "rollout_logprobs_and_values(",
              "run.end_iteration(")
     assert all(any(call in line for call in calls) for line in removed), removed
+
+
+# A page's claim of what a diff between two siblings shows, in one form a reader can check by eye and this test by
+# computing it: "`diff A B` changes these definitions of the lesson: `x`, `y`; and adds `z`."
+DIFF_CLAIM = re.compile(r"`diff (\S+) (\S+)` changes these definitions of the lesson: (.+?); and adds (.+?)\.(?:\s|$)")
+CLAIMED_DIFFS = {("ppo_godot.py", "ppo_godot_multi_policy.py"), ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py")}
+
+
+def test_each_page_s_diff_claim_names_what_the_diff_changes_above_the_banner():
+    pages = [REPO / "README.md", REPO / "course" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    claims = [(page.name, claim) for page in pages for claim in DIFF_CLAIM.finditer(" ".join(page.read_text().split()))]
+    assert {(claim[1], claim[2]) for _, claim in claims} >= CLAIMED_DIFFS
+    for page, claim in claims:
+        old, new = lesson_definitions(claim[1]), lesson_definitions(claim[2])
+        changed = [name for name in new if name in old and new[name] != old[name]]
+        added = [name for name in new if name not in old]
+        assert not [name for name in old if name not in new], f"{page}: the claim cannot say what {claim[2]} drops"
+        assert re.findall(r"`(\w+)`", claim[3]) == changed, f"{page}: {claim[0]}"
+        assert re.findall(r"`(\w+)`", claim[4]) == added, f"{page}: {claim[0]}"
