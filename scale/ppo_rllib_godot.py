@@ -16,10 +16,10 @@ GodotRayEnv below fixes what breaks with Ray 2.48, each fix commented where it i
 agents have several policy names (agent_policy_names, like the Chase game's tag mode) trains one RLlib
 policy per name instead, through GodotMultiAgentEnv, as godot-rl's rllib example maps agents to
 policies; --onnx-export-path writes one model per policy then. Those policies all learn at once:
-there is no self-play here (no snapshots, no turns, no rating; ppo_godot_multi_policy.py --self-play
-has them). RLlib offers the parts (policies_to_train, a mapping function that can send an agent to a
-frozen copy, Algorithm.add_module to add one while training) and an example that assembles them for
-one shared policy and a win read from a final reward of +1 (docs/beyond-one-machine.md).
+there is no self-play here (no snapshots, no turns, no rating; ppo_godot_self_play.py has them).
+RLlib offers the parts (policies_to_train, a mapping function that can send an agent to a frozen
+copy, Algorithm.add_module to add one while training) and an example that assembles them for one
+shared policy and a win read from a final reward of +1 (docs/beyond-one-machine.md).
 """
 import argparse
 import contextlib
