@@ -9,7 +9,7 @@ in one file: an Agent (network) per policy name, each learning from its own agen
 Read ppo_godot.py first: this file is ppo_godot.py with several policies, and `diff ppo_godot.py
 ppo_godot_multi_policy.py` is the lesson. The game's policy names are read in section 2, each
 agent's row padded to the widest policy's; an Agent per name plays its agents' rows (section 3,
-AgentPerPolicy); each policy's rows of the rollout (section 5, policy_rows) feed its own advantages
+AgentPerPolicy); each policy's share of the rollout (section 5, policy_share) feeds its own advantages
 and update, in a loop over the policies in train() (section 7). Each policy also has its own reward
 statistic, tags ending in /<name>, evaluation line and ONNX file; --frozen-policy plays one from a
 checkpoint and never updates it (a fixed opponent; ppo_godot_self_play.py has opponents that learn in
@@ -524,7 +524,7 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
     return logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy(), next_value.flatten().cpu().numpy()
 
 
-def policy_rows(policy, rollout, all_obs):
+def policy_share(policy, rollout, all_obs):
     """One policy's share of the rollout of all agents: its agents' columns of every array, each
     observation cut to its own keys (the padding dropped) and each action to its own columns; and its
     agents' next observations. A policy learns from these alone."""
@@ -650,7 +650,7 @@ def train(args):
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_rows)
+    rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_share)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer):
@@ -666,7 +666,7 @@ def train(args):
                 if name in agents.frozen:  # it plays, and never learns
                     continue
                 agent = agents[name]
-                storage, next_obs = policy_rows(policy, rollout, all_obs)
+                storage, next_obs = policy_share(policy, rollout, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
                 terminations = storage.terminations
                 if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal

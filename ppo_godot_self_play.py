@@ -527,7 +527,7 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
     return logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy(), next_value.flatten().cpu().numpy()
 
 
-def policy_rows(policy, rollout, all_obs):
+def policy_share(policy, rollout, all_obs):
     """One policy's share of the rollout of all agents: its agents' columns of every array, each
     observation cut to its own keys (the padding dropped) and each action to its own columns; and its
     agents' next observations. A policy learns from these alone."""
@@ -729,7 +729,7 @@ def train(args):
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_rows)
+    rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_share)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer, self_play):
@@ -747,7 +747,7 @@ def train(args):
                 if name != self_play.learner:  # not its turn: a snapshot acted for its agents, and
                     continue  # those rows are no samples of its own policy (log pi_old would be another's)
                 agent = agents[name]
-                storage, next_obs = policy_rows(policy, rollout, all_obs)
+                storage, next_obs = policy_share(policy, rollout, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
                 terminations = storage.terminations
                 if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal

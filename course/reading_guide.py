@@ -15,10 +15,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "course" / "README.md"
-SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_lstm.py",
-           "ppo_scratch_skeleton.py"]
-TRAINING = SCRIPTS[:5]
-GODOT = ["ppo_godot.py", "ppo_godot_multi_policy.py"]
+SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py",
+           "ppo_lstm.py", "ppo_scratch_skeleton.py"]
+TRAINING = SCRIPTS[:6]
+GODOT = ["ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
+SEVERAL = ["ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
 
 # topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
 TOPICS = {
@@ -27,9 +28,8 @@ TOPICS = {
                                     "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
                                     "ppo_godot.py": ["class GodotVecEnv:", "def read_layouts(", "def to_game_action(",
                                                      "def make_envs("],
-                                    "ppo_godot_multi_policy.py": ["class GodotVecEnv:", "def read_layouts(",
-                                                                  "def read_policies(", "def to_game_action(",
-                                                                  "def make_envs("],
+                                    **{s: ["class GodotVecEnv:", "def read_layouts(", "def read_policies(",
+                                           "def to_game_action(", "def make_envs("] for s in SEVERAL},
                                     "ppo_lstm.py": ["class CartPoleNoVel(", "def make_env(", "def make_envs(",
                                                     "def wrap_envs("],
                                     "ppo_scratch_skeleton.py": ["def make_env(", "def make_envs("]},
@@ -65,8 +65,11 @@ TOPICS = {
     "learning-rate annealing": {s: ["if args.anneal_lr:"] for s in SCRIPTS},
     "the training loop": {s: ["def train("] for s in SCRIPTS},
     "several policies in one game: an Agent per policy name, each learning from its own agents' rows": {
-        "ppo_godot_multi_policy.py": ["def read_policies(", "class AgentPerPolicy(", "def policy_rows(",
-                                      "for name, policy in envs.policies.items():  # each policy learns"]},
+        s: ["def read_policies(", "class AgentPerPolicy(", "def policy_share(",
+            "for name, policy in envs.policies.items():  # each policy learns"] for s in SEVERAL},
+    "self-play: one policy learns at a time, the others play snapshots from their pools": {
+        "ppo_godot_self_play.py": ["its_agent = self.playing.get(", "class SelfPlay:",
+                                   "if name != self_play.learner:  # not its turn", "self_play.end_iteration("]},
     "logging": {s: ['return {"losses/explained_variance"'] for s in SCRIPTS},
     "evaluation and checkpoints": {**{s: ["def evaluate(", "def save_checkpoint(", "def load_checkpoint("]
                                       for s in TRAINING},

@@ -273,7 +273,7 @@ def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_e
                                            is_transition=np.ones((4, 3), bool))
     learned = {}
     for name, policy in agents.policies.items():
-        storage, next_obs = multi.policy_rows(policy, rollout, rows.numpy())
+        storage, next_obs = multi.policy_share(policy, rollout, rows.numpy())
         learned[name] = (storage.obs.shape, storage.actions.shape, next_obs.shape)
     assert learned == {"watcher": ((4, 2, 3888), (4, 2, 1), (2, 3888)), "mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
     written = multi.export_policy(agents, multi.argparse.Namespace(

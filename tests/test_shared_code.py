@@ -185,7 +185,7 @@ ONLY_IN_PPO_GODOT = {
 ONLY_IN_MULTI_POLICY = {
     "read_policies": "the game's policy names and each one's layouts and agents",
     "AgentPerPolicy": "an Agent per policy, each playing its own agents' rows",
-    "policy_rows": "a policy's share of the rollout: what it learns from",
+    "policy_share": "a policy's share of the rollout: what it learns from",
     "saved_policies": "each policy of a checkpoint, this script's or ppo_godot.py's",
     "own_kind": "a checkpoint that ppo_godot.py owns gets one line naming it",
     "saved_policy": "one policy of a checkpoint, for --frozen-policy",
