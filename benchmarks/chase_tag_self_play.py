@@ -1,7 +1,7 @@
 """Does self-play make opposing policies learn where learning together fails? The Chase game's tag mode
 (godot/chase/tag.gd): ppo_godot_self_play.py trains the chaser and the runner with self-play, and
-ppo_godot_multi_policy.py without it (together), on the same budgets and seeds; beside them, each side trained alone against the
-game's script. No script is in sight while the two-policy runs train.
+ppo_godot_multi_policy.py without it (together), on the same budgets and seeds; beside them, each side
+trained alone against the game's script. No script is in sight while the two-policy runs train.
 
     python benchmarks/chase_tag_self_play.py --seeds 3 --total-timesteps 1000000 --jobs 2
     python benchmarks/chase_tag_self_play.py --seeds 3 --total-timesteps 1000000 --jobs 2 \
@@ -145,9 +145,9 @@ def plot(curves, command, out):
             ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-    fig.suptitle("Chase tag mode, chaser and runner learning in one game: with --self-play and without it "
-                 "(together)\nline: mean over seeds; band: min-max over seeds; together has no snapshots, "
-                 "so no rating", fontsize=9)
+    fig.suptitle("Chase tag mode, chaser and runner learning in one game: with self-play (ppo_godot_self_play.py) "
+                 "and without it (together)\nline: mean over seeds; band: min-max over seeds; together has no "
+                 "snapshots, so no rating", fontsize=9)
     save_figure(fig, out, command, width=150)
 
 
