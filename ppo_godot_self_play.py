@@ -365,7 +365,7 @@ class Agent(nn.Module):
     def get_value(self, x):
         return self.critic(self.encode(x))
 
-    def policy(self, hidden):
+    def action_distributions(self, hidden):
         """pi(.|s) from hidden = encode(s), the one place the policy's distribution is defined: for each
         action, a discrete one's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
         outputs = self.actor(hidden).split([size for _, size in self.heads], dim=-1)
@@ -384,7 +384,7 @@ class Agent(nn.Module):
         A discrete action: argmax(pi / E), E ~ Exp(1): choice a wins with probability pi(a|s), as in
         torch.multinomial, without its input checks (which cost more than the forward)."""
         columns = []
-        for (kind, _), dist in zip(self.heads, self.policy(self.encode(x))):
+        for (kind, _), dist in zip(self.heads, self.action_distributions(self.encode(x))):
             if kind == "discrete":
                 p = dist.exp()
                 columns.append((p / torch.empty_like(p).exponential_()).argmax(dim=-1, keepdim=True))
@@ -396,7 +396,7 @@ class Agent(nn.Module):
     def get_greedy_action(self, x):
         """The most likely action: each Gaussian's mean, each discrete action's argmax."""
         return self.as_action_row([dist.argmax(dim=-1, keepdim=True) if kind == "discrete" else dist[0]
-                                   for (kind, _), dist in zip(self.heads, self.policy(self.encode(x)))])
+                                   for (kind, _), dist in zip(self.heads, self.action_distributions(self.encode(x)))])
 
     def as_action_row(self, columns):
         """Integer columns when every action is discrete, else floats (an index is exact in a float)."""
@@ -409,7 +409,7 @@ class Agent(nn.Module):
         actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
         hidden = self.encode(x)  # once, for the actor and the critic
         logprob, entropy, column = 0, 0, 0
-        for (kind, size), dist in zip(self.heads, self.policy(hidden)):
+        for (kind, size), dist in zip(self.heads, self.action_distributions(hidden)):
             if kind == "discrete":
                 log_pi = dist
                 logprob = logprob + log_pi.gather(-1, action[..., column:column + 1].long()).squeeze(-1)
@@ -2068,7 +2068,7 @@ class OnnxPolicy(nn.Module):
         *obs_parts, state_ins = inputs  # the observation keys in training's (sorted) order
         x = torch.cat(obs_parts, dim=-1)  # an observation row, as in training
         output = []
-        for (kind, _), dist in zip(self.agent.heads, self.agent.policy(self.agent.encode(x))):
+        for (kind, _), dist in zip(self.agent.heads, self.agent.action_distributions(self.agent.encode(x))):
             if kind == "discrete":
                 # log pi + a constant: the logits' argmax and softmax; an older plugin's argmax (before its
                 # commit fda220a) starts at 0 and so needs a largest output above 0
