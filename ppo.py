@@ -62,7 +62,8 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=2.5e-4, help="Adam step size")
     p.add_argument("--num-envs", type=int, default=4, help="parallel envs (one process, in turn)")
     p.add_argument("--num-steps", type=int, default=128, help="steps per env per rollout")
-    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--anneal-lr", default=True, **flag,
+                   help="decay the learning rate linearly toward 0 (1/num_iterations of it at the last update)")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
     p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
     p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")
@@ -82,8 +83,8 @@ def parse_args(argv=None):
     # Evaluation
     p.add_argument("--eval-checkpoint", default=None, help="evaluate this saved model instead of training")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes for --eval-checkpoint")
-    # section 9 adds the run's own flags (--save-model, --checkpoint-minutes, --resume, --track), then
-    # checks the values (a bad one ends the run in one line); --resume takes the saved run's flags
+    # section 9 adds the run's own flags (--save-model, --checkpoint-minutes, --resume, --track and W&B's),
+    # then checks the values (a bad one ends the run in one line); --resume takes the saved run's flags
     args = parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
     args.batch_size = args.num_envs * args.num_steps  # rows per rollout
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update

@@ -5,9 +5,10 @@
     tensorboard --logdir runs                  # watch charts/episodic_return climb
     python ppo_godot.py --env-path ... --onnx-export-path model.onnx     # for in-game inference
 
-Read it top to bottom, down to the plumbing banner (section 9); the diff against ppo.py is the lesson:
-sections 4 to 6 (rollout, advantages, update) are ppo.py's, line for line, and what a game changes is
-in section 2 (the games as one vector env), section 3 (cameras, mixed actions) and section 7.
+Read it top to bottom, down to the plumbing banner (section 9), or as a diff against ppo.py: sections 5
+and 6 (advantages, update) are ppo.py's line for line, the rollout (section 4) is but for which steps
+only reset an agent (the game says), and what a game changes is in section 2 (the games as one vector
+env), section 3 (cameras, mixed actions), section 7 and section 8.
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
 GodotVecEnv, all played by one network. Discrete, continuous and mixed actions work, in the order the
 game declares them. Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of
@@ -76,7 +77,8 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
-    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--anneal-lr", default=True, **flag,
+                   help="decay the learning rate linearly toward 0 (1/num_iterations of it at the last update)")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
     p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
     p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")
@@ -104,8 +106,8 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs and --onnx-export-path, then checks the
-    # values (a bad one: one line); --resume takes the saved run's flags
+    # section 9 adds the run's own flags (saving, --resume, --track), how the game runs, and the exports
+    # (ONNX, GDScript), then checks the values (a bad one: one line); --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 

@@ -83,7 +83,8 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
-    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--anneal-lr", default=True, **flag,
+                   help="decay the learning rate linearly toward 0 (1/num_iterations of it at the last update)")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
     p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
     p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")
@@ -111,8 +112,9 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed) and
-    # --onnx-export-path, then checks the values (a bad one: one line); --resume takes the saved run's flags
+    # section 9 adds the run's own flags (saving, --resume, --track), how the game runs, the exports (ONNX,
+    # GDScript) and --frozen-policy (a policy kept fixed), then checks the values (a bad one: one line);
+    # --resume takes the saved run's flags
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
 
@@ -464,7 +466,7 @@ class AgentPerPolicy(nn.Module):
 
 
 # ================================================================================================
-# 4. Rollout: num_steps steps of every agent with the current policy
+# 4. Rollout: num_steps steps of every agent, each with its policy's current weights (a frozen one's fixed)
 # ================================================================================================
 def make_storage(args, envs):
     """One row per (step, env). Numpy, the envs' own format, where CleanRL keeps torch tensors: a
@@ -841,6 +843,7 @@ def parse_and_check(p, flag, argv):
     if args.resume:
         args = resumed_args(args, argv)
         own_kind(args.checkpoint, args.resume)  # ppo_godot.py's of one policy: one line naming it
+        # self_play: a run saved by this script's --self-play, before self-play moved to ppo_godot_self_play.py
         if args.checkpoint["script"] == "ppo_godot_self_play.py" or args.checkpoint["args"].get("self_play"):
             fail(f"{args.resume} is a self-play run: resume it with ppo_godot_self_play.py")
     return args

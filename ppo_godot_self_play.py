@@ -79,7 +79,8 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
-    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--anneal-lr", default=True, **flag,
+                   help="decay the learning rate linearly toward 0 (1/num_iterations of it at the last update)")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
     p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
     p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")
@@ -107,8 +108,9 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds --save-model, --resume, how the game runs, --frozen-policy (a policy kept fixed) and
-    # --onnx-export-path, then checks the values (a bad one: one line); --resume takes the saved run's flags
+    # section 9 adds the run's own flags (saving, --resume, --track), how the game runs, the exports (ONNX,
+    # GDScript) and --frozen-policy (a policy kept fixed), then checks the values (a bad one: one line);
+    # --resume takes the saved run's flags
     # section 9 also adds self-play's settings (--self-play-*)
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
@@ -466,7 +468,7 @@ class AgentPerPolicy(nn.Module):
 
 
 # ================================================================================================
-# 4. Rollout: num_steps steps of every agent with the current policy
+# 4. Rollout: num_steps steps of every agent: the learner's current weights, a waiting policy's snapshot
 # ================================================================================================
 def make_storage(args, envs):
     """One row per (step, env). Numpy, the envs' own format, where CleanRL keeps torch tensors: a
@@ -514,7 +516,7 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device,
 
 
 # ================================================================================================
-# 5. Advantages: each policy's rows of the rollout, their log pi_old and V, then Generalized Advantage
+# 5. Advantages: the learner's rows of the rollout, their log pi_old and V, then Generalized Advantage
 #    Estimation
 # ================================================================================================
 def rollout_logprobs_and_values(agent, storage, next_obs, device):
@@ -741,7 +743,7 @@ def train(args):
 
             all_obs, global_step = collect_rollout(
                 envs, agents, rollout, all_obs, global_step, run.writer, device, self_play)
-            for name, policy in envs.policies.items():  # each policy learns from its own agents' rows alone
+            for name, policy in envs.policies.items():  # the learner learns from its own agents' rows alone
                 if name in agents.frozen:  # it plays, and never learns
                     continue
                 if name != self_play.learner:  # not its turn: a snapshot acted for its agents, and

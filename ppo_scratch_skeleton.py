@@ -63,7 +63,8 @@ def parse_args(argv=None):
     p.add_argument("--learning-rate", type=float, default=2.5e-4, help="Adam step size")
     p.add_argument("--num-envs", type=int, default=4, help="parallel envs (one process, in turn)")
     p.add_argument("--num-steps", type=int, default=128, help="steps per env per rollout")
-    p.add_argument("--anneal-lr", default=True, **flag, help="decay the learning rate linearly to 0")
+    p.add_argument("--anneal-lr", default=True, **flag,
+                   help="decay the learning rate linearly toward 0 (1/num_iterations of it at the last update)")
     p.add_argument("--gamma", type=float, default=0.99, help="discount factor")
     p.add_argument("--gae-lambda", type=float, default=0.95, help="1: Monte-Carlo advantages, 0: one-step TD")
     p.add_argument("--num-minibatches", type=int, default=4, help="minibatches per epoch")

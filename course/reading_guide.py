@@ -66,7 +66,7 @@ TOPICS = {
     "the training loop": {s: ["def train("] for s in SCRIPTS},
     "several policies in one game: an Agent per policy name, each learning from its own agents' rows": {
         s: ["def read_policies(", "class AgentPerPolicy(", "def policy_share(",
-            "for name, policy in envs.policies.items():  # each policy learns"] for s in SEVERAL},
+            "for name, policy in envs.policies.items():  # "] for s in SEVERAL},
     "self-play: one policy learns at a time, the others play snapshots from their pools": {
         "ppo_godot_self_play.py": ["its_agent = self.playing.get(", "class SelfPlay:",
                                    "if name != self_play.learner:  # not its turn", "self_play.end_iteration("]},

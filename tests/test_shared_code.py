@@ -127,7 +127,7 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
 # declared, with why
 MULTI_POLICY = {
     "parse_args": {"--eval-episodes counts each policy's episodes": ("of each policy", "--eval-checkpoint, as many"),
-                   "the comment names the flags section 9 adds": ("# section 9 adds", "--onnx-export-path",
+                   "the comment names the flags section 9 adds": ("# section 9 adds", "--frozen-policy",
                                                                   "--resume takes")},
     "GodotVecEnv": {
         "each agent's row holds its own policy's keys, zero-padded to the widest policy's row; each action row "
@@ -219,7 +219,7 @@ SELF_PLAY = {
         "playing", "its_agent", "its_action", "past weights", "learn.", "never learn.")},
     "train": {"who learns, and which snapshots play": (
         "self_play", "check_game(", "section 9", "One policy learns", "past weights", "continue",
-        "run.guard(", "run.writer, device")},
+        "run.guard(", "run.writer, device", "learns from its own agents' rows alone")},
     "collect_rollout": {"each episode end of a learner's agent moves the ELO ratings": (
         "self_play", "def collect_rollout(")},
     "GodotVecEnv": {"--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
