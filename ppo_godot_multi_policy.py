@@ -721,9 +721,11 @@ def evaluate(args, greedy=True):
 
 # ================================================================================================
 # 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
-#    ONNX export. What is learned is decided above; below, only the game's command line reaches the game:
-#    its seed (--env_seed, from --seed), --speedup, --framerate, --action-repeat and, without --show-window,
-#    Godot 4's --headless (a camera's image is then blank) or Godot 3's --no-window
+#    exports. What the update learns from, and how, is decided above. From below, a game gets only its
+#    command line: `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`,
+#    `--speedup` and, without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which
+#    blanks a camera) or Godot 3's `--no-window`; then a close message. Of the flags below, --framerate and
+#    --speedup change the game's time step, as section 1's --action-repeat does: the game the agents play
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):

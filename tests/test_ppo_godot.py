@@ -4,6 +4,7 @@ Without the engine these tests skip, naming the install command; under CI (CI=tr
 .ci/run installs the engine, a missing engine fails them instead.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -269,6 +270,24 @@ def misbehaving_game(tmp_path, behaviour):
     game.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPO / "tests" / "misbehaving_game.py"}" {behaviour} "$@"\n')
     game.chmod(0o755)
     return str(game)
+
+
+@pytest.mark.parametrize("script", ["ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"])
+def test_the_plumbing_banner_names_each_flag_a_game_is_started_with(script, tmp_path, port):
+    """From below the banner a game gets its command line: the banner names each of its flags (in backticks),
+    and games started with every setting, windowed or not, under either engine, get those and no other."""
+    text = (REPO / script).read_text()
+    start = text.index("# 9. Plumbing")
+    named = set(re.findall(r"`(--[a-z_-]+)`", text[start:text.index("# =====", start)]))
+    argv_file, game = tmp_path / "argv", tmp_path / "game.x86_64"
+    game.write_text(f'#!/bin/sh\necho "$@" >> "{argv_file}"\nexit 3\n')
+    game.chmod(0o755)
+    for how in (["--godot-version", "4"], ["--godot-version", "3"], ["--show-window"]):
+        run_script(script, "--env-path", str(game), "--port", str(port), "--framerate", "30", "--speedup", "2",
+                   "--action-repeat", "4", *how, cwd=tmp_path, check=False)
+    started_with = {arg.split("=")[0] for line in argv_file.read_text().splitlines() for arg in line.split()
+                    if arg.startswith("--")}
+    assert len(argv_file.read_text().splitlines()) == 3 and started_with == named
 
 
 @pytest.mark.parametrize("behaviour, message, timeout", [

@@ -13,12 +13,13 @@ import time
 
 import gymnasium as gym
 import numpy as np
+import onnxruntime
 import pytest
 import torch
 
 import ppo_godot_self_play as selfplay
-from conftest import (REPO, assert_one_line_error, free_port, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs,
-                      run_script)
+from conftest import (REPO, assert_one_line_error, assert_plugin_plays_like_torch, free_port, game_pids, needs_godot,
+                      read_scalars, read_text_tags, run_dirs, run_script)
 from test_checkpoints import kill_after_first_checkpoint, start
 from test_ppo_godot import misbehaving_game
 from test_ppo_godot_multi_policy import (TAG, VS_SCRIPTED_RUNNER, game_argv, runner_only,  # noqa: F401 (fixtures)
@@ -49,12 +50,13 @@ class Writer:
         self.scalars.setdefault(tag, []).append((step, value))
 
 
-def self_play(frozen=None, pool_weights=None, **given):
-    """A SelfPlay over policies left (agents 0, 1) and right (agents 2, 3), and its AgentPerPolicy."""
+def self_play(frozen=None, pool_weights=None, right=(2, 3), **given):
+    """A SelfPlay over policies left (agents 0, 1) and right (agents 2, 3 unless given), and its AgentPerPolicy."""
     torch.manual_seed(0)
-    agents = selfplay.AgentPerPolicy(policies(left=[0, 1], right=[2, 3], **({"fixed": [4]} if frozen else {})),
-                                  frozen)
-    envs = argparse.Namespace(tells_time_outs=np.ones(5, bool))  # a game that says which ends are time-outs
+    n_agents = right[-1] + 1
+    agents = selfplay.AgentPerPolicy(policies(left=[0, 1], right=list(right),
+                                              **({"fixed": [n_agents]} if frozen else {})), frozen)
+    envs = argparse.Namespace(tells_time_outs=np.ones(n_agents + 1, bool))  # a game that says which ends are time-outs
     return selfplay.SelfPlay(settings(**given), envs, agents, pool_weights or {}), agents
 
 
@@ -100,6 +102,56 @@ def test_each_policy_counts_its_own_steps_to_a_snapshot_across_its_turns():
         sp.end_iteration(32 * iteration, Writer())
     assert [s["source"] for s in sp.pools["left"]] == ["global_step=0", "global_step=160", "global_step=320"]
     assert [s["source"] for s in sp.pools["right"]] == ["global_step=0", "global_step=224", "global_step=384"]
+
+
+def test_each_waiting_policy_counts_its_own_agent_steps_to_a_new_draw():
+    """Not the learner's: left has 2 agents and right 3, a rollout 32 and 48 agent-steps of each."""
+    sp, _ = self_play(right=(2, 3, 4), self_play_swap_steps=96, self_play_team_change=192,
+                      self_play_save_steps=10 ** 6)
+    draws, swap = [], sp.swap
+    sp.swap = lambda name: (draws.append((name, iteration)), swap(name))
+    for iteration in range(1, 11):  # left learns 6 rollouts (192 of its agent-steps), then right 4
+        sp.end_iteration(80 * iteration, Writer())
+    # right's every 2 of left's rollouts, left's every 3 of right's; and each one's at the end of its turn
+    assert draws == [("right", 2), ("right", 4), ("left", 6), ("left", 9), ("right", 10)]
+
+
+def left_waiting_on_its_first_weights():
+    """self_play() a turn on: right learns, and left's agents play left's first weights, which left's own no longer
+    are: its update negated its actor's output, so that the two's greedy actions differ on every observation."""
+    sp, agents = self_play(self_play_save_steps=10 ** 6, self_play_team_change=32)
+    with torch.no_grad():
+        for parameter in agents["left"].actor[-1].parameters():
+            parameter.neg_()
+    sp.end_iteration(32, Writer())
+    assert sp.learner == "right" and sp.in_play["left"] is sp.pools["left"][0]
+    return sp, agents
+
+
+def test_a_waiting_policy_s_agents_act_with_the_snapshot_in_play_not_its_own_weights():
+    sp, agents = left_waiting_on_its_first_weights()
+    snapshot = selfplay.Agent([("obs", (2,))], [("move", "discrete", 2)])
+    snapshot.load_state_dict(sp.in_play["left"]["weights"])
+    x = torch.randn(4, 2)  # a step of the 4 agents
+    with torch.no_grad():
+        action = agents.get_greedy_action(x)
+        assert torch.equal(action[:2], snapshot.get_greedy_action(x[:2]).float())  # left's agents: the snapshot
+        assert torch.equal(action[2:], agents["right"].get_greedy_action(x[2:]).float())  # the learner: its own
+        assert not torch.equal(action[:2], agents["left"].get_greedy_action(x[:2]).float())
+
+
+def test_the_export_writes_each_policy_s_own_weights_not_the_snapshot_it_plays(tmp_path):
+    _, agents = left_waiting_on_its_first_weights()
+    args = argparse.Namespace(onnx_export_path=str(tmp_path / "duel.onnx"), gdscript_export_path=str(tmp_path / "duel.gd"),
+                              env_id="duel", action_repeat=None)
+    selfplay.export_policy(agents, args)
+    agents.playing = {}  # the same export with no snapshot in play
+    args.gdscript_export_path = str(tmp_path / "own.gd")
+    selfplay.export_policy(agents, args)
+    for name in ("left", "right"):
+        session = onnxruntime.InferenceSession(str(tmp_path / f"duel_{name}.onnx"), providers=["CPUExecutionProvider"])
+        assert_plugin_plays_like_torch(agents[name], session, {"obs": 2}, {"move": ("discrete", 2)})
+        assert (tmp_path / f"duel_{name}.gd").read_text() == (tmp_path / f"own_{name}.gd").read_text()
 
 
 def test_a_draw_takes_the_newest_with_the_latest_probability_else_any_of_the_pool():
@@ -151,6 +203,16 @@ def test_each_episode_end_of_a_learner_moves_its_rating_and_its_opponent_s_by_el
     sp.ratings.rate(agent + 1 if learner == "left" else 0, 5.0, True)  # not the learner's agent (left's, a snapshot's)
     if learner == "right":
         assert sp.ratings.players[learner]["rating"] == pytest.approx(1200 + change)
+
+
+def test_the_progress_line_and_the_logs_give_each_policy_s_own_rating_not_its_snapshot_s():
+    sp, _ = self_play()
+    sp.ratings.rate(0, 1.0, True)  # left beats right's snapshot, which loses 8; right's own rating stays
+    assert sp.in_play["right"]["rating"] == pytest.approx(1192)
+    assert sp.ratings.progress_note() == " learning=left elo: left=1208 right=1200"
+    writer = Writer()
+    sp.ratings.log(writer, 32)
+    assert writer.scalars["self_play/elo/right"] == [(32, 1200.0)]
 
 
 def test_a_frozen_policy_is_an_opponent_with_a_rating_of_its_own():
@@ -219,17 +281,49 @@ DUEL_FLAGS = ["--num-steps", str(LENGTH), "--total-timesteps", str(10 * 4 * LENG
               "--self-play-swap-steps", "64", "--self-play-window", "2", "--self-play-latest", "0.5"]
 
 
-def train_duel(folder, argv, monkeypatch):
-    """Trains on Duel in `folder`; the exit code when the run stops itself, else None."""
+class DuelOfTimeOuts(Duel):
+    """Duel in a game that tells its time-outs (as a game that resets on the next step does): every episode ends
+    by its time limit."""
+    tells_time_outs = np.ones(4, bool)
+
+    def step(self, actions):
+        obs, reward, done, _, infos = super().step(actions)
+        return obs, reward, np.zeros(4, bool), done, infos
+
+
+def train_duel(folder, argv, monkeypatch, game=Duel):
+    """Trains on Duel (or game, a kind of Duel) in `folder`; the exit code when the run stops itself, else None."""
     folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
-    monkeypatch.setattr(selfplay, "make_envs", lambda args: selfplay.NormalizeReward(Duel(), args.gamma))
+    monkeypatch.setattr(selfplay, "make_envs", lambda args: selfplay.NormalizeReward(game(), args.gamma))
     Duel.steps = 0
     try:
         selfplay.train(selfplay.parse_args(argv))
     except SystemExit as stop:
         return stop.code
     return None
+
+
+def test_only_the_learner_learns_and_the_waiting_policy_s_weights_stay_as_they_were(tmp_path, monkeypatch):
+    """The rows its snapshot played are no samples of the waiting policy's own weights (log pi_old would be the
+    snapshot's): a policy learns, and logs its losses, in its own turns alone."""
+    turns, end_iteration = [], selfplay.SelfPlay.end_iteration
+
+    def seen(sp, global_step, writer):  # the rollout's learner, and the weights its update left
+        turns.append((sp.learner, {name: weights_of(sp.agents[name]) for name in sp.names}))
+        end_iteration(sp, global_step, writer)
+
+    monkeypatch.setattr(selfplay.SelfPlay, "end_iteration", seen)
+    Duel.stop_at = None
+    assert train_duel(tmp_path, DUEL_FLAGS, monkeypatch) is None
+    assert [learner for learner, _ in turns] == ["left"] * 3 + ["right"] * 3 + ["left"] * 3 + ["right"]
+    for (_, before), (learner, after) in zip(turns, turns[1:]):
+        for name in before:
+            assert torch.equal(before[name], after[name]) == (name != learner), name
+    scalars = read_scalars(run_dirs(tmp_path)[0])
+    for name in ("left", "right"):
+        assert [step for step, _ in scalars[f"losses/value_loss/{name}"]] == [
+            i * 4 * LENGTH for i, (learner, _) in enumerate(turns, 1) if learner == name]
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "kill"])
@@ -333,6 +427,18 @@ def test_a_game_that_cannot_tell_a_time_out_is_not_rated_by_terminated(tmp_path,
     assert {value for _, value in scalars["self_play/elo/left"] + scalars["self_play/elo/right"]} == {1200.0}
 
 
+def test_a_time_out_is_a_loss_for_the_policy_terminated_names_and_a_win_for_the_other(tmp_path, monkeypatch):
+    """--self-play-outcome terminated=left in a game that tells its time-outs, whose every episode times out: each
+    end is right's win, so left's own rating only falls (in its turns) and right's only rises (in its own)."""
+    Duel.stop_at = None
+    argv = DUEL_FLAGS + ["--self-play-outcome", "terminated=left", "--total-timesteps", str(6 * 4 * LENGTH)]
+    assert train_duel(tmp_path, argv, monkeypatch, DuelOfTimeOuts) is None  # left learns 3 rollouts, then right 3
+    scalars = read_scalars(run_dirs(tmp_path)[0])
+    left, right = ([value for _, value in scalars[f"self_play/elo/{name}"]] for name in ("left", "right"))
+    assert left == sorted(left, reverse=True) and left[-1] < 1200
+    assert right == sorted(right) and right[-1] > 1200
+
+
 # ------------------------------------------------------------------------------------------------
 # The real tag game
 # ------------------------------------------------------------------------------------------------
@@ -422,9 +528,12 @@ def test_self_play_settings_are_for_training(tag_run, tmp_path, port):
     (TAG, ["--self-play-pool", "keeper={tag}"], "--self-play-pool keeper: the game has no policy 'keeper'; its "
                                                 "agents' policy names are 'chaser', 'runner'"),
     (TAG, ["--self-play-pool", "chaser={runner}"], "the saved policy for 'chaser' observes [('obs', (5,))]"),
+    (TAG, ["--frozen-policy", "runner={tag}", "--self-play-pool", "runner={tag}"],
+     "--self-play-pool runner: policy 'runner' is frozen (--frozen-policy): it has no pool"),
     (TAG, ["--self-play-outcome", "terminated=seeker"], "--self-play-outcome terminated=seeker: the game has no "
                                                         "policy 'seeker'"),
-], ids=["one-policy", "one-learns", "pool-unknown-name", "pool-spaces-differ", "outcome-unknown-name"])
+], ids=["one-policy", "one-learns", "pool-unknown-name", "pool-spaces-differ", "pool-of-a-frozen-policy",
+        "outcome-unknown-name"])
 def test_a_self_play_the_game_cannot_play_gets_one_line(game, flags, message, tag_run, runner_only, tmp_path,
                                                          port):
     flags = [flag.format(tag=tag_run[0], runner=runner_only) for flag in flags]
