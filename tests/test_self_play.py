@@ -142,8 +142,8 @@ def test_a_waiting_policy_s_agents_act_with_the_snapshot_in_play_not_its_own_wei
 
 def test_the_export_writes_each_policy_s_own_weights_not_the_snapshot_it_plays(tmp_path):
     _, agents = left_waiting_on_its_first_weights()
-    args = argparse.Namespace(onnx_export_path=str(tmp_path / "duel.onnx"), gdscript_export_path=str(tmp_path / "duel.gd"),
-                              env_id="duel", action_repeat=None)
+    args = argparse.Namespace(onnx_export_path=str(tmp_path / "duel.onnx"),
+                              gdscript_export_path=str(tmp_path / "duel.gd"), env_id="duel", action_repeat=None)
     selfplay.export_policy(agents, args)
     agents.playing = {}  # the same export with no snapshot in play
     args.gdscript_export_path = str(tmp_path / "own.gd")
