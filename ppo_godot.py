@@ -116,8 +116,8 @@ def parse_args(argv=None):
 # ================================================================================================
 class GodotVecEnv:
     """All agents of --n-parallel games as one vector env with gymnasium 1.0's API: step() returns
-    (obs, reward, terminated, truncated, infos), infos["episode"] / ["_episode"] hold finished
-    episodes like RecordEpisodeStatistics. Section 9 starts and connects the games."""
+    (obs, reward, terminated, truncated, infos). Section 9 starts and connects the games, and records
+    each finished episode's return and length (RecordEpisodes)."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
@@ -139,8 +139,6 @@ class GodotVecEnv:
             self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
         self.num_envs = sum(game.num_envs for game in self.games)
         self.game_starts = np.cumsum([0] + [game.num_envs for game in self.games])[:-1]  # game i's first agent
-        self.episode_returns = np.zeros(self.num_envs)
-        self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
 
     def observations(self, replies):
         """Every agent's row: its keys' values joined in obs_layout's order, a camera's hex string turned
@@ -176,16 +174,7 @@ class GodotVecEnv:
         resets_next_step = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
         truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
-
-        self.episode_returns += reward  # the game's own rewards: --norm-reward scales them after this
-        self.episode_lengths += ~autoreset  # an autoreset step is not part of any episode
-        infos = {"autoreset": autoreset}
-        if done.any():
-            infos.update({"episode": {"r": np.where(done, self.episode_returns, 0.0),
-                                      "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
-            self.episode_returns[done] = 0.0
-            self.episode_lengths[done] = 0
-        return self.observations(replies), reward, done & ~truncated, truncated, infos
+        return self.observations(replies), reward, done & ~truncated, truncated, {"autoreset": autoreset}
 
     def close(self):
         close_games(self)  # section 9: each game told, and its process ended
@@ -230,7 +219,7 @@ def to_game_action(action, action_heads):
 
 def make_envs(args):
     with game_errors("the games connected"):  # section 9: a game that fails to start or connect: one line
-        envs = GodotVecEnv(args)
+        envs = RecordEpisodes(GodotVecEnv(args))  # section 9: each episode's return and length, for the logs
     if args.norm_reward:
         envs = NormalizeReward(envs, gamma=args.gamma)
     return envs
@@ -820,6 +809,36 @@ def check_env_output(storage, next_obs, global_step):
         raise EnvFault(f"the env returned a non-finite observation before global_step={global_step}")
     if not np.isfinite(storage.rewards).all():
         raise EnvFault(f"the env returned a non-finite reward before global_step={global_step}")
+
+
+class RecordEpisodes:
+    """Each finished episode's return (the game's own rewards: --norm-reward scales them after this) and
+    length in infos["episode"] / ["_episode"], as gymnasium's RecordEpisodeStatistics; an autoreset step
+    is part of no episode. The logs and --eval-checkpoint read them: nothing learned does."""
+
+    def __init__(self, envs):
+        self.env = envs
+        self.episode_returns = np.zeros(envs.num_envs)
+        self.episode_lengths = np.zeros(envs.num_envs, dtype=np.int64)
+
+    def __getattr__(self, name):  # the rest is the games' vector env's
+        return getattr(self.env, name)
+
+    def reset(self, **kwargs):
+        self.episode_returns[:], self.episode_lengths[:] = 0.0, 0
+        return self.env.reset(**kwargs)
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, infos = self.env.step(actions)
+        done = terminated | truncated
+        self.episode_returns += reward
+        self.episode_lengths += ~infos["autoreset"]
+        if done.any():
+            infos.update({"episode": {"r": np.where(done, self.episode_returns, 0.0),
+                                      "l": np.where(done, self.episode_lengths, 0)}, "_episode": done})
+            self.episode_returns[done] = 0.0
+            self.episode_lengths[done] = 0
+        return obs, reward, terminated, truncated, infos
 
 
 def get_env_state(envs):

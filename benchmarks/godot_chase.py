@@ -48,7 +48,7 @@ def scripted_client(env_path, kind, port, steps=6000):
     """The scripted policy's mean return, and the agent-steps per second the games give a client that
     only plays (the first 100 steps, start-up, are not timed)."""
     args = ppo_godot.parse_args(["--env-path", env_path, "--port", str(port), "--n-parallel", str(N_PARALLEL)])
-    envs = ppo_godot.GodotVecEnv(args)
+    envs = ppo_godot.RecordEpisodes(ppo_godot.GodotVecEnv(args))
     try:
         obs, _ = envs.reset()
         returns = []

@@ -112,7 +112,7 @@ def test_the_sampled_mode_draws_from_the_policy(tmp_path):
     n = 4000
     played, _ = engine_plays(path, [{"obs": obs}] * n, tmp_path, "--sample", "--seed=7")
     with torch.no_grad():
-        pi = agent.policy(torch.tensor([obs]))[0].exp()[0].numpy()
+        pi = agent.action_distributions(torch.tensor([obs]))[0].exp()[0].numpy()
     frequencies = np.bincount([a["move"] for a in played], minlength=4) / n
     np.testing.assert_allclose(frequencies, pi, atol=0.03)  # 4 standard errors at most
     aims = np.array([a["aim"][0] for a in played])

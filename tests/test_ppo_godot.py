@@ -76,7 +76,7 @@ def wait_for_step(proc, min_step):
 def random_policy_return(env_path, port, steps=300):
     """The mean return of an untrained policy: uniform choices, N(0, 1) continuous actions."""
     args = ppo_godot.parse_args(["--env-path", env_path, "--port", str(port), "--seed", "11"])
-    envs = ppo_godot.GodotVecEnv(args)
+    envs = ppo_godot.RecordEpisodes(ppo_godot.GodotVecEnv(args))
     untrained = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
     try:
         obs, _ = envs.reset()
@@ -137,7 +137,7 @@ def test_a_time_out_is_truncated_and_a_reached_target_terminated(port):
     import godot_chase
 
     args = ppo_godot.parse_args(["--env-path", GAME["discrete"], "--port", str(port), "--norm-reward", "false"])
-    envs = ppo_godot.GodotVecEnv(args)
+    envs = ppo_godot.RecordEpisodes(ppo_godot.GodotVecEnv(args))
     try:
         start, _ = envs.reset()
         stay = np.zeros((envs.num_envs, 1), dtype=np.int64)  # move 0: stay, so no agent reaches its target
@@ -180,7 +180,7 @@ def test_every_episode_s_length_counts_its_actions_only(port):
     """charts/episodic_length of every episode, not only of each agent's first: the autoreset step after
     an episode's end belongs to no episode. Standing still, each episode is a time-out of 100 actions."""
     args = ppo_godot.parse_args(["--env-path", GAME["discrete"], "--port", str(port)])
-    envs = ppo_godot.GodotVecEnv(args)
+    envs = ppo_godot.RecordEpisodes(ppo_godot.GodotVecEnv(args))
     try:
         envs.reset()
         stay = np.zeros((envs.num_envs, 1), dtype=np.int64)
