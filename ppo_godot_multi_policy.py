@@ -214,7 +214,7 @@ def read_layouts(game, agent):
 
 def read_policies(games):
     """({policy name: policy}, each agent's policy), the agents in the vector env's order. A policy: its
-    name, its layouts (read_layouts, from its first agent), its agents (their indices in the vector env),
+    name, its layouts (read_layouts, from its first agent), agent_ids (its agents' indices in the vector env),
     the width of its observation row, the columns of its action row, and the end of its tags ("/chaser";
     none when the game names one policy)."""
     policies, agent_policy = {}, []
@@ -224,12 +224,13 @@ def read_policies(games):
                 obs_layout, action_heads = read_layouts(game, agent)
                 policies[name] = argparse.Namespace(
                     name=name, obs_layout=obs_layout, obs_keys=[key for key, _ in obs_layout],
-                    action_heads=action_heads, agents=[], width=sum(math.prod(shape) for _, shape in obs_layout),
+                    action_heads=action_heads, agent_ids=[],
+                    width=sum(math.prod(shape) for _, shape in obs_layout),
                     columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
-            policies[name].agents.append(len(agent_policy))
+            policies[name].agent_ids.append(len(agent_policy))
             agent_policy.append(policies[name])
     for policy in policies.values():
-        policy.agents = np.array(policy.agents)
+        policy.agent_ids = np.array(policy.agent_ids)
         policy.tag = f"/{policy.name}" if len(policies) > 1 else ""
     return policies, agent_policy
 
@@ -282,10 +283,10 @@ class NormalizeReward:
         self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
         std = np.zeros(len(reward), dtype=np.float32)
         for name, policy in self.env.policies.items():
-            mid_episode = policy.agents[~autoreset[policy.agents]]
+            mid_episode = policy.agent_ids[~autoreset[policy.agent_ids]]
             if len(mid_episode):
                 self.return_rms[name].update(self.discounted_return[mid_episode])
-            std[policy.agents] = np.sqrt(self.return_rms[name].var + 1e-8)
+            std[policy.agent_ids] = np.sqrt(self.return_rms[name].var + 1e-8)
         reward = np.clip(reward / std, -10, 10).astype(np.float32)
         self.discounted_return[terminated | truncated] = 0.0
         return obs, reward, terminated, truncated, infos
@@ -442,9 +443,9 @@ class AgentPerPolicy(nn.Module):
         """Each policy's Agent.method ("get_action" or "get_greedy_action") on its agents' rows."""
         action = torch.zeros(len(x), self.columns, device=x.device)
         for name, policy in self.policies.items():
-            its_agents = torch.as_tensor(policy.agents, device=x.device)
-            its_action = getattr(self.agents[name], method)(x[its_agents, :policy.width])
-            action[its_agents, :policy.columns] = its_action.float()
+            its_ids = torch.as_tensor(policy.agent_ids, device=x.device)
+            its_action = getattr(self.agents[name], method)(x[its_ids, :policy.width])
+            action[its_ids, :policy.columns] = its_action.float()
         return action
 
     def get_action(self, x):
@@ -519,9 +520,9 @@ def policy_share(policy, rollout, all_obs):
     """One policy's share of the rollout of all agents: its agents' columns of every array, each
     observation cut to its own keys (the padding dropped) and each action to its own columns; and its
     agents' next observations. A policy learns from these alone."""
-    storage = argparse.Namespace(**{key: array[:, policy.agents] for key, array in vars(rollout).items()})
+    storage = argparse.Namespace(**{key: array[:, policy.agent_ids] for key, array in vars(rollout).items()})
     storage.obs, storage.actions = storage.obs[..., :policy.width], storage.actions[..., :policy.columns]
-    return storage, all_obs[policy.agents, :policy.width]
+    return storage, all_obs[policy.agent_ids, :policy.width]
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -686,7 +687,7 @@ def evaluate(args, greedy=True):
         agents = AgentPerPolicy(envs.policies)
         load_policies(agents, checkpoint, args.eval_checkpoint)  # section 9: those the game names, from the file
         # episodes per agent, rounded up, so that the policy of fewest agents plays --eval-episodes
-        rounds = -(-args.eval_episodes // min(len(policy.agents) for policy in envs.policies.values()))
+        rounds = -(-args.eval_episodes // min(len(policy.agent_ids) for policy in envs.policies.values()))
         episodes_done = np.zeros(envs.num_envs, dtype=int)
         episodic_returns = {name: [] for name in envs.policies}
         torch.manual_seed(args.seed)  # the sampled actions repeat for the same seed
@@ -881,7 +882,7 @@ def check_game(args, envs):
     if set(envs.policies) <= set(args.frozen_policy):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
     for name, policy in envs.policies.items():
-        n_agents = len(policy.agents)
+        n_agents = len(policy.agent_ids)
         batch = f"{n_agents} agents x --num-steps {args.num_steps} = {n_agents * args.num_steps}"
         if name not in args.frozen_policy:
             problems.append(minibatch_problem(n_agents * args.num_steps, args.num_minibatches,
@@ -1691,7 +1692,7 @@ def check_first_observations(envs, replies):
     for policy in envs.policies.values():
         column = 0
         for key, shape in policy.obs_layout:
-            values = obs_rows[policy.agents, column:column + math.prod(shape)]
+            values = obs_rows[policy.agent_ids, column:column + math.prod(shape)]
             column += math.prod(shape)
             pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
             if is_camera(key) and (pixels == pixels[:, :1]).all():

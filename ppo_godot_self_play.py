@@ -212,7 +212,7 @@ def read_layouts(game, agent):
 
 def read_policies(games):
     """({policy name: policy}, each agent's policy), the agents in the vector env's order. A policy: its
-    name, its layouts (read_layouts, from its first agent), its agents (their indices in the vector env),
+    name, its layouts (read_layouts, from its first agent), agent_ids (its agents' indices in the vector env),
     the width of its observation row, the columns of its action row, and the end of its tags ("/chaser";
     none when the game names one policy)."""
     policies, agent_policy = {}, []
@@ -222,12 +222,13 @@ def read_policies(games):
                 obs_layout, action_heads = read_layouts(game, agent)
                 policies[name] = argparse.Namespace(
                     name=name, obs_layout=obs_layout, obs_keys=[key for key, _ in obs_layout],
-                    action_heads=action_heads, agents=[], width=sum(math.prod(shape) for _, shape in obs_layout),
+                    action_heads=action_heads, agent_ids=[],
+                    width=sum(math.prod(shape) for _, shape in obs_layout),
                     columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
-            policies[name].agents.append(len(agent_policy))
+            policies[name].agent_ids.append(len(agent_policy))
             agent_policy.append(policies[name])
     for policy in policies.values():
-        policy.agents = np.array(policy.agents)
+        policy.agent_ids = np.array(policy.agent_ids)
         policy.tag = f"/{policy.name}" if len(policies) > 1 else ""
     return policies, agent_policy
 
@@ -280,10 +281,10 @@ class NormalizeReward:
         self.discounted_return = np.where(autoreset, 0.0, self.discounted_return * self.gamma + reward)
         std = np.zeros(len(reward), dtype=np.float32)
         for name, policy in self.env.policies.items():
-            mid_episode = policy.agents[~autoreset[policy.agents]]
+            mid_episode = policy.agent_ids[~autoreset[policy.agent_ids]]
             if len(mid_episode):
                 self.return_rms[name].update(self.discounted_return[mid_episode])
-            std[policy.agents] = np.sqrt(self.return_rms[name].var + 1e-8)
+            std[policy.agent_ids] = np.sqrt(self.return_rms[name].var + 1e-8)
         reward = np.clip(reward / std, -10, 10).astype(np.float32)
         self.discounted_return[terminated | truncated] = 0.0
         return obs, reward, terminated, truncated, infos
@@ -443,10 +444,10 @@ class AgentPerPolicy(nn.Module):
         """Each policy's Agent.method ("get_action" or "get_greedy_action") on its agents' rows."""
         action = torch.zeros(len(x), self.columns, device=x.device)
         for name, policy in self.policies.items():
-            its_agents = torch.as_tensor(policy.agents, device=x.device)
+            its_ids = torch.as_tensor(policy.agent_ids, device=x.device)
             its_agent = self.playing.get(name, self.agents[name])  # a past self, or the policy as it learns
-            its_action = getattr(its_agent, method)(x[its_agents, :policy.width])
-            action[its_agents, :policy.columns] = its_action.float()
+            its_action = getattr(its_agent, method)(x[its_ids, :policy.width])
+            action[its_ids, :policy.columns] = its_action.float()
         return action
 
     def get_action(self, x):
@@ -522,9 +523,9 @@ def policy_share(policy, rollout, all_obs):
     """One policy's share of the rollout of all agents: its agents' columns of every array, each
     observation cut to its own keys (the padding dropped) and each action to its own columns; and its
     agents' next observations. A policy learns from these alone."""
-    storage = argparse.Namespace(**{key: array[:, policy.agents] for key, array in vars(rollout).items()})
+    storage = argparse.Namespace(**{key: array[:, policy.agent_ids] for key, array in vars(rollout).items()})
     storage.obs, storage.actions = storage.obs[..., :policy.width], storage.actions[..., :policy.columns]
-    return storage, all_obs[policy.agents, :policy.width]
+    return storage, all_obs[policy.agent_ids, :policy.width]
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -648,7 +649,7 @@ class SelfPlay:
             self.pools[name] = [self.snapshot(name, weights, path, kept=True)
                                 for path, weights in pool_weights.get(name, [])]
             self.pools[name].append(self.snapshot(name, agents[name].state_dict(), "global_step=0"))
-        self.opponents = {name: copy.deepcopy(agents[name]).requires_grad_(False) for name in self.names}
+        self.snapshot_agents = {name: copy.deepcopy(agents[name]).requires_grad_(False) for name in self.names}
         self.learner, self.in_play = self.names[0], {}  # in_play: {name: the snapshot its agents play}
         # agent-steps since: the learner's turn began; each policy's last snapshot, and its last draw
         self.since = {"team_change": 0, **{(name, event): 0 for name in self.names for event in ("save", "swap")}}
@@ -665,15 +666,15 @@ class SelfPlay:
         pool = self.pools[name]
         latest = self.rng.random() < self.args.self_play_latest
         self.in_play[name] = pool[-1] if latest else pool[self.rng.integers(len(pool))]
-        self.opponents[name].load_state_dict(self.in_play[name]["weights"])
-        self.agents.playing[name] = self.opponents[name]
+        self.snapshot_agents[name].load_state_dict(self.in_play[name]["weights"])
+        self.agents.playing[name] = self.snapshot_agents[name]
         self.since[(name, "swap")] = 0
 
     def end_iteration(self, global_step, writer):
         """After an update: a snapshot of the learner, the next learner, a new draw for each other policy, as
         their intervals end."""
         args, learner = self.args, self.learner
-        learned = len(self.policies[learner].agents) * args.num_steps
+        learned = len(self.policies[learner].agent_ids) * args.num_steps
         self.since[(learner, "save")] += learned
         self.since["team_change"] += learned
         if self.since[(learner, "save")] >= args.self_play_save_steps:
@@ -684,7 +685,7 @@ class SelfPlay:
             self.since[(learner, "save")] = 0
         for name in self.names:
             if name != learner:
-                self.since[(name, "swap")] += len(self.policies[name].agents) * args.num_steps
+                self.since[(name, "swap")] += len(self.policies[name].agent_ids) * args.num_steps
         if self.since["team_change"] >= args.self_play_team_change:
             self.learner = self.names[(self.names.index(learner) + 1) % len(self.names)]
             del self.agents.playing[self.learner], self.in_play[self.learner]  # its own weights again, and it learns
@@ -768,7 +769,7 @@ def evaluate(args, greedy=True):
         agents = AgentPerPolicy(envs.policies)
         load_policies(agents, checkpoint, args.eval_checkpoint)  # section 9: those the game names, from the file
         # episodes per agent, rounded up, so that the policy of fewest agents plays --eval-episodes
-        rounds = -(-args.eval_episodes // min(len(policy.agents) for policy in envs.policies.values()))
+        rounds = -(-args.eval_episodes // min(len(policy.agent_ids) for policy in envs.policies.values()))
         episodes_done = np.zeros(envs.num_envs, dtype=int)
         episodic_returns = {name: [] for name in envs.policies}
         torch.manual_seed(args.seed)  # the sampled actions repeat for the same seed
@@ -1021,7 +1022,7 @@ def check_game(args, envs):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
     problems.append(self_play_game_problem(args, envs, names))
     for name, policy in envs.policies.items():
-        n_agents = len(policy.agents)
+        n_agents = len(policy.agent_ids)
         batch = f"{n_agents} agents x --num-steps {args.num_steps} = {n_agents * args.num_steps}"
         if name not in args.frozen_policy:
             problems.append(minibatch_problem(n_agents * args.num_steps, args.num_minibatches,
@@ -1063,11 +1064,11 @@ def self_play_game_problem(args, envs, names):
 def team_change_note(args, envs):
     """Said before a self-play run starts: a turn shorter than one rollout of a policy."""
     for name, policy in envs.policies.items():
-        rollout = len(policy.agents) * args.num_steps
-        if name not in args.frozen_policy and args.self_play_team_change < rollout:
+        rollout_steps = len(policy.agent_ids) * args.num_steps
+        if name not in args.frozen_policy and args.self_play_team_change < rollout_steps:
             print(f"{os.path.basename(__file__)}: note: --self-play-team-change {args.self_play_team_change} is "
-                  f"shorter than one rollout of policy {name!r} ({len(policy.agents)} agents x --num-steps "
-                  f"{args.num_steps} = {rollout}): the learning policy changes after every rollout")
+                  f"shorter than one rollout of policy {name!r} ({len(policy.agent_ids)} agents x --num-steps "
+                  f"{args.num_steps} = {rollout_steps}): the learning policy changes after every rollout")
             return
 
 
@@ -1475,7 +1476,7 @@ class Ratings:
     def __init__(self, args, envs, self_play):
         self.args, self.envs, self.self_play = args, envs, self_play
         self.untold = False  # an episode end that terminated=NAME could not score was seen
-        self.policy_of = {int(i): name for name, policy in self_play.policies.items() for i in policy.agents}
+        self.policy_of = {int(i): name for name, policy in self_play.policies.items() for i in policy.agent_ids}
         self.outcome, _, self.winner = args.self_play_outcome.partition("=")
         # each policy's learning weights, and a frozen policy's, as a player: {"rating"}; a snapshot is one too
         self.players = {name: {"rating": self.INITIAL_RATING} for name in self_play.policies}
@@ -1538,8 +1539,8 @@ def load_self_play_state(self_play, state):
     self_play.in_play = {}
     for name, snapshot in state["in_play"].items():
         self_play.in_play[name] = self_play.pools[name][snapshot] if isinstance(snapshot, int) else dict(snapshot)
-        self_play.opponents[name].load_state_dict(self_play.in_play[name]["weights"])
-        self_play.agents.playing[name] = self_play.opponents[name]
+        self_play.snapshot_agents[name].load_state_dict(self_play.in_play[name]["weights"])
+        self_play.agents.playing[name] = self_play.snapshot_agents[name]
 
 
 def resumes_to(resume):
@@ -1948,7 +1949,7 @@ def check_first_observations(envs, replies):
     for policy in envs.policies.values():
         column = 0
         for key, shape in policy.obs_layout:
-            values = obs_rows[policy.agents, column:column + math.prod(shape)]
+            values = obs_rows[policy.agent_ids, column:column + math.prod(shape)]
             column += math.prod(shape)
             pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
             if is_camera(key) and (pixels == pixels[:, :1]).all():

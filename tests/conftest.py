@@ -166,7 +166,7 @@ class FakeGame(gym.vector.VectorWrapper):
         super().__init__(env)
         self.obs_layout, self.obs_keys, self.action_heads = [("obs", (4,))], ["obs"], [("move", "discrete", 2)]
         policy = argparse.Namespace(name="shared_policy", obs_layout=self.obs_layout, obs_keys=self.obs_keys,
-                                    action_heads=self.action_heads, agents=np.arange(self.num_envs),
+                                    action_heads=self.action_heads, agent_ids=np.arange(self.num_envs),
                                     width=4, columns=1, padding=[], tag="")
         self.policies, self.agent_policy = {"shared_policy": policy}, [policy] * self.num_envs
         self.games = []  # no game processes, so no game logs

@@ -230,7 +230,7 @@ def test_frozen_policy_is_for_training_only(tag_run, tmp_path, port):
 
 class TwoPolicies:
     """The games' vector env as NormalizeReward sees it: agents 0-1 of policy "big", 2-3 of "small"."""
-    policies = {name: multi.argparse.Namespace(agents=np.array(agents))
+    policies = {name: multi.argparse.Namespace(agent_ids=np.array(agents))
                 for name, agents in (("big", [0, 1]), ("small", [2, 3]))}
     num_envs = 4
 
@@ -254,9 +254,9 @@ def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_e
     float32, padded to the widest), answers in its own columns of the padded action row, and exports
     its own ONNX inputs."""
     watcher = multi.argparse.Namespace(obs_layout=[("eye_2d", (36, 36, 3))], action_heads=[("turn", "discrete", 3)],
-                                           agents=np.array([0, 2]), width=36 * 36 * 3, columns=1)
+                                           agent_ids=np.array([0, 2]), width=36 * 36 * 3, columns=1)
     mover = multi.argparse.Namespace(obs_layout=[("obs", (5,))], action_heads=[("move", "continuous", 2)],
-                                         agents=np.array([1]), width=5, columns=2)
+                                         agent_ids=np.array([1]), width=5, columns=2)
     agents = multi.AgentPerPolicy({"watcher": watcher, "mover": mover})
     assert list(agents["watcher"].cameras) == ["eye_2d"] and not agents["mover"].cameras
     rows = torch.zeros(3, 36 * 36 * 3)

@@ -31,7 +31,7 @@ SCRIPT = "ppo_godot_self_play.py"
 def policies(**agents):
     """{name: policy} as read_policies makes them: each observes 2 floats and takes a discrete action of 2."""
     return {name: argparse.Namespace(name=name, obs_layout=[("obs", (2,))], obs_keys=["obs"],
-                                     action_heads=[("move", "discrete", 2)], agents=np.array(indices), width=2,
+                                     action_heads=[("move", "discrete", 2)], agent_ids=np.array(indices), width=2,
                                      columns=1, padding=[], tag=f"/{name}") for name, indices in agents.items()}
 
 
