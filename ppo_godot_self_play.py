@@ -665,10 +665,14 @@ class SelfPlay:
         """Policy name's agents play a snapshot drawn from its pool."""
         pool = self.pools[name]
         latest = self.rng.random() < self.args.self_play_latest
-        self.in_play[name] = pool[-1] if latest else pool[self.rng.integers(len(pool))]
-        self.snapshot_agents[name].load_state_dict(self.in_play[name]["weights"])
-        self.agents.playing[name] = self.snapshot_agents[name]
+        self.play(name, pool[-1] if latest else pool[self.rng.integers(len(pool))])
         self.since[(name, "swap")] = 0
+
+    def play(self, name, snapshot):
+        """Policy name's agents act with the snapshot's weights (AgentPerPolicy.playing)."""
+        self.in_play[name] = snapshot
+        self.snapshot_agents[name].load_state_dict(snapshot["weights"])
+        self.agents.playing[name] = self.snapshot_agents[name]
 
     def end_iteration(self, global_step, writer):
         """After an update: a snapshot of the learner, the next learner, a new draw for each other policy, as
@@ -1537,10 +1541,8 @@ def load_self_play_state(self_play, state):
     self_play.rng.bit_generator.state = state["rng"]
     self_play.agents.playing.clear()
     self_play.in_play = {}
-    for name, snapshot in state["in_play"].items():
-        self_play.in_play[name] = self_play.pools[name][snapshot] if isinstance(snapshot, int) else dict(snapshot)
-        self_play.snapshot_agents[name].load_state_dict(self_play.in_play[name]["weights"])
-        self_play.agents.playing[name] = self_play.snapshot_agents[name]
+    for name, snapshot in state["in_play"].items():  # its place in the pool, or itself once dropped from it
+        self_play.play(name, self_play.pools[name][snapshot] if isinstance(snapshot, int) else dict(snapshot))
 
 
 def resumes_to(resume):
