@@ -6,15 +6,16 @@ in one file: an Agent (network) per policy name, each learning from its own agen
     python ppo_godot_multi_policy.py --env-path ... --onnx-export-path tag.onnx  # tag_chaser.onnx, tag_runner.onnx
     python ppo_godot_multi_policy.py --env-path ... --frozen-policy runner=runs/<run>/ppo_godot_multi_policy.pt
 
-Read ppo_godot.py first: this file is ppo_godot.py with several policies, and `diff ppo_godot.py
-ppo_godot_multi_policy.py` is the lesson. The game's policy names are read in section 2, each
-agent's row padded to the widest policy's; an Agent per name plays its agents' rows (section 3,
-AgentPerPolicy); each policy's share of the rollout (section 5, policy_share) feeds its own advantages
-and update, in a loop over the policies in train() (section 7). Each policy also has its own reward
-statistic, tags ending in /<name>, evaluation line and ONNX file; --frozen-policy plays one from a
-checkpoint and never updates it (a fixed opponent; ppo_godot_self_play.py has opponents that learn in
-turns). A game of one policy name trains here too and logs what ppo_godot.py logs. Read it down to the
-plumbing banner (section 9).
+Read ppo_godot.py first: this file is ppo_godot.py with several policies. `diff ppo_godot.py
+ppo_godot_multi_policy.py` changes these definitions of the lesson: `parse_args`, `GodotVecEnv`,
+`NormalizeReward`, `collect_rollout`, `train`, `evaluate`; and adds `read_policies`, `AgentPerPolicy`,
+`policy_share`. The game's policy names are read in section 2, each agent's row padded to the widest
+policy's; an Agent per name plays its agents' rows (section 3, AgentPerPolicy); each policy's share of
+the rollout (section 5, policy_share) feeds its own advantages and update, in a loop over the policies
+in train() (section 7). Each policy also has its own reward statistic, tags ending in /<name>,
+evaluation line and ONNX file; --frozen-policy plays one from a checkpoint and never updates it (a
+fixed opponent; ppo_godot_self_play.py has opponents that learn in turns). A game of one policy name
+trains here too and logs what ppo_godot.py logs. Read it down to the plumbing banner (section 9).
 A game holds several agents (n_agents per process, --n-parallel processes), each one env of
 GodotVecEnv. Discrete, continuous and mixed actions work, in the order the game declares them.
 Observations: vectors, and cameras ("2d" in the key's name), each through a CNN of its own. ALGO

@@ -6,15 +6,17 @@ own past weights (Unity ML-Agents' ghost trainer), each policy rated by ELO.
     tensorboard --logdir runs      # charts/episodic_return/chaser, self_play/elo/chaser, self_play/learning/...
     python ppo_godot_self_play.py --env-path ... --self-play-pool runner=runs/<run>/ppo_godot_multi_policy.pt
 
-Read ppo_godot_multi_policy.py first: this file is it with self-play, and `diff ppo_godot_multi_policy.py
-ppo_godot_self_play.py` is the lesson. Two policies that learn together can starve each other: one
-learns faster and the other never sees a reward to learn from. Here they take turns. What changes:
+Read ppo_godot_multi_policy.py first: this file is it with self-play. Two policies that learn together
+can starve each other: one learns faster and the other never sees a reward to learn from. Here they
+take turns. `diff ppo_godot_multi_policy.py ppo_godot_self_play.py` changes these definitions of the
+lesson: `parse_args`, `GodotVecEnv`, `AgentPerPolicy`, `collect_rollout`, `train`; and adds `SelfPlay`.
 AgentPerPolicy.playing (section 3): a waiting policy's agents play a snapshot from its pool; SelfPlay
 (section 7): the pools, whose turn it is, which snapshot plays, after each update; train() (section 7):
-only the learner updates, since the other rows were played by a snapshot. Below the banner (section 9)
-are the ELO ratings (Ratings: who won each episode, which shapes nothing), the settings' checks, and
-the self-play state that a checkpoint keeps for --resume. Everything else is ppo_godot_multi_policy.py:
-read it down to the plumbing banner (section 9).
+only the learner updates, since the other rows were played by a snapshot; parse_args names the flags
+section 9 adds. Two lines serve the ratings alone: GodotVecEnv's tells_time_outs and collect_rollout's
+ratings.rate. Below the banner (section 9) are the ELO ratings (Ratings: who won each episode, which
+shapes nothing), the settings' checks, and the self-play state that a checkpoint keeps for --resume.
+Everything else is ppo_godot_multi_policy.py: read it down to the plumbing banner (section 9).
 A game resets a finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
      on the next action, marking that step info["autoreset"]: no transition, left out of the update.

@@ -305,9 +305,11 @@ CLAIMED_DIFFS = {("ppo_godot.py", "ppo_godot_multi_policy.py"), ("ppo_godot_mult
 
 
 def test_each_page_s_diff_claim_names_what_the_diff_changes_above_the_banner():
-    pages = [REPO / "README.md", REPO / "course" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    pages = [REPO / "README.md", REPO / "course" / "README.md", *sorted((REPO / "docs").glob("*.md")),
+             *(REPO / script for script in ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"))]
     claims = [(page.name, claim) for page in pages for claim in DIFF_CLAIM.finditer(" ".join(page.read_text().split()))]
     assert {(claim[1], claim[2]) for _, claim in claims} >= CLAIMED_DIFFS
+    assert {page for page, _ in claims} >= {"ppo_godot_multi_policy.py", "ppo_godot_self_play.py"}
     for page, claim in claims:
         old, new = lesson_definitions(claim[1]), lesson_definitions(claim[2])
         changed = [name for name in new if name in old and new[name] != old[name]]
