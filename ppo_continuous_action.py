@@ -396,7 +396,7 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agent, optimizer):
-        # s_0: new episodes from envs.reset(seed=args.seed), or those --resume saved
+        # s_0: new episodes from envs.reset(seed=args.seed + global_step), or those --resume saved
         next_obs, next_done, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last

@@ -613,11 +613,14 @@ def evaluate(args, greedy=True):
 
 # ================================================================================================
 # 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
-#    exports. What the update learns from, and how, is decided above. From below, a game gets only its
-#    command line: `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`,
-#    `--speedup` and, without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which
-#    blanks a camera) or Godot 3's `--no-window`; then a close message. Of the flags below, --framerate and
-#    --speedup change the game's time step, as section 1's --action-repeat does: the game the agents play
+#    exports. How the update learns is decided above; below is what a run is given or resumes from (saved
+#    weights, the reward statistics) and the games. A game started with --env-path gets its command line:
+#    `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`, `--speedup` and,
+#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which blanks a camera) or
+#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (sent by section 2) and,
+#    at the end, a close message. The seed and the action repeat shape the episodes; --speedup and
+#    --framerate pace the game against the clock (--speedup changed nothing learned on the demo game:
+#    docs/your-own-godot-game.md)
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):

@@ -13,10 +13,11 @@ lesson: `parse_args`, `GodotVecEnv`, `AgentPerPolicy`, `collect_rollout`, `train
 AgentPerPolicy.playing (section 3): a waiting policy's agents play a snapshot from its pool; SelfPlay
 (section 7): the pools, whose turn it is, which snapshot plays, after each update; train() (section 7):
 only the learner updates, since the other rows were played by a snapshot; parse_args names the flags
-section 9 adds. Two lines serve the ratings alone: GodotVecEnv's tells_time_outs and collect_rollout's
-ratings.rate. Below the banner (section 9) are the ELO ratings (Ratings: who won each episode, which
-shapes nothing), the settings' checks, and the self-play state that a checkpoint keeps for --resume.
-Everything else is ppo_godot_multi_policy.py: read it down to the plumbing banner (section 9).
+section 9 adds. The lines that name the ratings (GodotVecEnv's tells_time_outs, SelfPlay's ratings, a
+snapshot's rating, ratings.rate and ratings.log) change nothing learned. Below the banner (section 9)
+are the ELO ratings (Ratings: who won each episode), the settings' checks, and the self-play state that
+a checkpoint keeps for --resume. Everything else is ppo_godot_multi_policy.py: read it down to the
+plumbing banner (section 9).
 A game resets a finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
      on the next action, marking that step info["autoreset"]: no transition, left out of the update.
@@ -294,7 +295,8 @@ class NormalizeReward:
 
 # ================================================================================================
 # 3. Network: a CNN per camera, shared by the separate 64-64 tanh actor and critic; a categorical head
-#    per discrete action and a diagonal Gaussian per continuous one, in the game's declared order
+#    per discrete action and a diagonal Gaussian per continuous one, in the game's declared order; an
+#    Agent per policy name (AgentPerPolicy)
 # ================================================================================================
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
     torch.nn.init.orthogonal_(layer.weight, std)
@@ -460,7 +462,8 @@ class AgentPerPolicy(nn.Module):
 
 
 # ================================================================================================
-# 4. Rollout: num_steps steps of every agent: the learner's current weights, a waiting policy's snapshot
+# 4. Rollout: num_steps steps of every agent: the learner's current weights, a waiting policy's snapshot,
+#    a frozen one's fixed weights
 # ================================================================================================
 def make_storage(args, envs):
     """One row per (step, env). Numpy, the envs' own format, where CleanRL keeps torch tensors: a
@@ -727,7 +730,7 @@ def train(args):
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    rollout = make_storage(args, envs)  # every agent's steps; each policy learns from its own (policy_share)
+    rollout = make_storage(args, envs)  # every agent's steps; the learner learns from its own (policy_share)
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agents, optimizer, self_play):
@@ -799,11 +802,14 @@ def evaluate(args, greedy=True):
 
 # ================================================================================================
 # 9. Plumbing: bad input, checkpoints, stop and resume, faults, starting and guarding the games, the
-#    exports. What the update learns from, and how, is decided above. From below, a game gets only its
-#    command line: `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`,
-#    `--speedup` and, without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which
-#    blanks a camera) or Godot 3's `--no-window`; then a close message. Of the flags below, --framerate and
-#    --speedup change the game's time step, as section 1's --action-repeat does: the game the agents play
+#    exports. How the update learns is decided above; below is what a run is given or resumes from (saved
+#    weights, the reward statistics) and the games. A game started with --env-path gets its command line:
+#    `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`, `--speedup` and,
+#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which blanks a camera) or
+#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (sent by section 2) and,
+#    at the end, a close message. The seed and the action repeat shape the episodes; --speedup and
+#    --framerate pace the game against the clock (--speedup changed nothing learned on the demo game:
+#    docs/your-own-godot-game.md)
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):

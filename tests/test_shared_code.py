@@ -219,7 +219,7 @@ SELF_PLAY = {
         "playing", "its_agent", "its_action", "past weights", "learn.", "never learn.")},
     "train": {"who learns, and which snapshots play": (
         "self_play", "check_game(", "section 9", "One policy learns", "past weights", "continue",
-        "run.guard(", "run.writer, device", "learns from its own agents' rows alone")},
+        "run.guard(", "run.writer, device", "learns from its own agents' rows alone", "learns from its own (")},
     "collect_rollout": {"each episode end of a learner's agent moves the ELO ratings": (
         "self_play", "def collect_rollout(")},
     "GodotVecEnv": {"--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
