@@ -39,6 +39,15 @@ extends Node
 # --policy_chaser=PATH --policy_runner=PATH give each side its own. Each agent's first
 # ceil(--episodes / the agents of the policy that has fewest) episodes (--episodes 100 by default) are
 # printed with their return, then each policy's mean, as --eval-checkpoint counts them; then it quits.
+#
+# --record_demos=PATH records demonstrations as the plugin's RECORD_EXPERT_DEMOS mode does (sync.gd,
+# _demo_record_process): no trainer; the game's own script plays every agent (scripted_action: in Chase,
+# straight for the target; in tag mode, each side's script), and agent 0 is the one recording
+# controller. At every action (every --action_repeat ticks) its obs["obs"] is stored, then the action it
+# takes, as a flat array in the action space's order; at an episode's end, its final observation and no
+# action, so an episode has one more observation than actions. The file, one JSON array of
+# [observations, actions] per episode, is written when the game quits: after --episodes of them (100 by
+# default). Vector observations only: the plugin records the obs key alone.
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -88,6 +97,9 @@ var lengths = []
 var ended = []
 var totals = {}  # --policy: each policy's counted episodes, [their number, the sum of their returns]
 var acting = false  # --policy: an action is under way
+var recording = ""  # --record_demos: the file
+var demos = []  # --record_demos: agent 0's finished episodes, each [observations, actions]
+var demo = [[], []]  # --record_demos: its episode under way
 
 
 func _ready():
@@ -108,6 +120,9 @@ func _ready():
 	make_agents()
 	if camera:
 		make_cameras()
+	if args.has("record_demos"):
+		record_alone()
+		return
 	var given = false  # --policy or --policy_<name>
 	for key in args:
 		given = given or key == "policy" or key.begins_with("policy_")
@@ -178,6 +193,77 @@ func play_alone():
 	reset_all()  # as the trainer's first reset message does
 
 
+func record_alone():
+	if camera or plugin:
+		printerr("chase: --record_demos records the obs key alone, as the plugin does: vector observations only")
+		get_tree().quit(2)
+		return
+	recording = args["record_demos"]
+	rounds = int(args.get("episodes", "100"))
+	reset_all()  # as the trainer's first reset message does
+
+
+func act_recording():
+	if acting:
+		end_action()
+	var actions = []
+	for i in range(n_agents):
+		actions.append(scripted_action(i))
+	demo[0].append(observation(0)["obs"])
+	if dones[0]:  # its episode ended on the last action: the final observation, and no action
+		demos.append(demo)
+		demo = [[], []]
+		if demos.size() >= rounds:
+			write_demos()
+			return
+	else:
+		demo[1].append(action_array(actions[0], 0))
+	start_action(actions)
+	acting = true
+
+
+func write_demos():
+	var file = File.new()
+	if file.open(recording, File.WRITE) != OK:
+		printerr("chase: --record_demos: cannot write %s" % recording)
+		get_tree().quit(1)
+		return
+	file.store_string(JSON.print(demos))
+	file.close()
+	print("recorded %d episodes of agent 0 to %s" % [demos.size(), recording])
+	recording = ""  # done: no more actions
+	get_tree().quit()
+
+
+func scripted_action(i):
+	# straight for the target: in the discrete game along the axis with the larger distance
+	var to_target = targets[i] - positions[i]
+	match action_type:
+		"continuous":
+			var direction = to_target.normalized()
+			return {"move": [direction.x, direction.y]}
+		"multidiscrete":  # each axis: 0 back, 1 stay, 2 forward
+			return {"move_x": int(sign(to_target.x)) + 1, "move_y": int(sign(to_target.y)) + 1}
+	if abs(to_target.x) > abs(to_target.y):
+		return {"move": 3 if to_target.x < 0 else 4}
+	return {"move": 1 if to_target.y < 0 else 2}
+
+
+func action_array(action, i):
+	# an action dict as the plugin's get_action() returns it: its values, flat, in the action space's order
+	var space = action_space()
+	if space is Array:  # one entry per agent
+		space = space[i]
+	var out = []
+	for key in space:
+		if action[key] is Array:
+			for value in action[key]:
+				out.append(value)
+		else:
+			out.append(action[key])
+	return out
+
+
 func act_alone():
 	if acting:
 		end_action()
@@ -215,6 +301,13 @@ func count_episodes():
 
 
 func _physics_process(_delta):
+	if recording != "":
+		if tick_in_action == 0:
+			act_recording()
+		if recording != "":
+			tick_all()
+		tick_in_action = (tick_in_action + 1) % action_repeat
+		return
 	if not policies.empty():
 		if tick_in_action == 0:
 			act_alone()

@@ -11,6 +11,7 @@ extends "res://main.gd"
 # --scripted=chaser|runner: the game plays that side itself (chaser: along the axis with the larger
 # distance to the runner; runner: straight away from the chaser, sliding along a wall it meets), and
 # the trainer gets only the other side's agents: learning measured against a fixed opponent.
+# --record_demos=PATH (main.gd): both sides play their script, and agent 0, the first chaser, is recorded.
 # Launcher: chase_tag.x86_64 (godot3-server, this scene).
 
 const RUNNER_SPEED = 1.0  # units per game second; the chaser's is SPEED
@@ -148,6 +149,19 @@ func scripted_velocity(body):
 	if away.length() < 0.01:  # cornered, or the chaser straight behind along a wall: run along it
 		away = Vector2(-sign(me.y), sign(me.x))
 	return away.normalized() * RUNNER_SPEED
+
+
+func scripted_action(i):
+	# --record_demos: each side's script (scripted_velocity), as the action its agent would send
+	var body = learners[i]
+	var velocity = scripted_velocity(body)
+	if side(body) == 1:
+		return {"move": [velocity.x / RUNNER_SPEED, velocity.y / RUNNER_SPEED]}
+	if velocity.x != 0:  # stay, up, down, left, right
+		return {"move": 3 if velocity.x < 0 else 4}
+	if velocity.y != 0:
+		return {"move": 1 if velocity.y < 0 else 2}
+	return {"move": 0}
 
 
 func tick_all():
