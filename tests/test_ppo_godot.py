@@ -272,7 +272,8 @@ def misbehaving_game(tmp_path, behaviour):
     return str(game)
 
 
-@pytest.mark.parametrize("script", ["ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"])
+@pytest.mark.parametrize("script", ["ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py",
+                                    "ppo_godot_bc.py"])
 def test_the_plumbing_banner_names_each_flag_a_game_is_started_with(script, tmp_path, port):
     """From below the banner a game gets its command line: the banner names each of its flags (in backticks),
     and games started with every setting, windowed or not, under either engine, get those and no other."""
@@ -283,8 +284,10 @@ def test_the_plumbing_banner_names_each_flag_a_game_is_started_with(script, tmp_
     game.write_text(f'#!/bin/sh\necho "$@" >> "{argv_file}"\nexit 3\n')
     game.chmod(0o755)
     for how in (["--godot-version", "4"], ["--godot-version", "3"], ["--show-window"]):
+        demos = ["--demos", str(REPO / "godot" / "chase" / "demos" / "chase_discrete_scripted.json")]
         run_script(script, "--env-path", str(game), "--port", str(port), "--framerate", "30", "--speedup", "2",
-                   "--action-repeat", "4", *how, cwd=tmp_path, check=False)
+                   "--action-repeat", "4", *how, *(demos if script == "ppo_godot_bc.py" else []), cwd=tmp_path,
+                   check=False)
     started_with = {arg.split("=")[0] for line in argv_file.read_text().splitlines() for arg in line.split()
                     if arg.startswith("--")}
     assert len(argv_file.read_text().splitlines()) == 3 and started_with == named

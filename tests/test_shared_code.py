@@ -301,15 +301,17 @@ def test_ppo_lstm_train_differs_only_in_the_lstm_state():
 # A page's claim of what a diff between two siblings shows, in one form a reader can check by eye and this test by
 # computing it: "`diff A B` changes these definitions of the lesson: `x`, `y`; and adds `z`."
 DIFF_CLAIM = re.compile(r"`diff (\S+) (\S+)` changes these definitions of the lesson: (.+?); and adds (.+?)\.(?:\s|$)")
-CLAIMED_DIFFS = {("ppo_godot.py", "ppo_godot_multi_policy.py"), ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py")}
+CLAIMED_DIFFS = {("ppo_godot.py", "ppo_godot_multi_policy.py"), ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"),
+                 ("ppo_godot.py", "ppo_godot_bc.py")}
 
 
 def test_each_page_s_diff_claim_names_what_the_diff_changes_above_the_banner():
     pages = [REPO / "README.md", REPO / "course" / "README.md", *sorted((REPO / "docs").glob("*.md")),
-             *(REPO / script for script in ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"))]
+             *(REPO / script for script in ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py",
+                                            "ppo_godot_bc.py"))]
     claims = [(page.name, claim) for page in pages for claim in DIFF_CLAIM.finditer(" ".join(page.read_text().split()))]
     assert {(claim[1], claim[2]) for _, claim in claims} >= CLAIMED_DIFFS
-    assert {page for page, _ in claims} >= {"ppo_godot_multi_policy.py", "ppo_godot_self_play.py"}
+    assert {page for page, _ in claims} >= {"ppo_godot_multi_policy.py", "ppo_godot_self_play.py", "ppo_godot_bc.py"}
     for page, claim in claims:
         old, new = lesson_definitions(claim[1]), lesson_definitions(claim[2])
         changed = [name for name in new if name in old and new[name] != old[name]]
@@ -317,3 +319,47 @@ def test_each_page_s_diff_claim_names_what_the_diff_changes_above_the_banner():
         assert not [name for name in old if name not in new], f"{page}: the claim cannot say what {claim[2]} drops"
         assert re.findall(r"`(\w+)`", claim[3]) == changed, f"{page}: {claim[0]}"
         assert re.findall(r"`(\w+)`", claim[4]) == added, f"{page}: {claim[0]}"
+
+
+# ppo_godot_bc.py is ppo_godot.py but for what learning from demonstrations changes
+BEHAVIOUR_CLONING = {
+    "parse_args": {"the demonstrations' flags, each default with where it comes from": (
+        "--demos", "--bc-", "--critic-warmup", "Demonstrations", "demonstrations", "actions] per episode",
+        "imitation tutorial", "batch_size", "the actor kept as cloned", "strength", "example", "help=")},
+    "ppo_update": {"the critic's warm-up, and beta_t L^BC on a minibatch of demonstrations beside PPO's loss": (
+        "def ppo_update(", "critic_only", "bc", "minibatch's losses", "# ALGO: loss", "grad_norm.item()",
+        "torch.zeros(())")},
+    "train": {"the demonstrations read, cloned before the first rollout, and beta_t and the warm-up each update": (
+        "demos", "behaviour_cloning", "mark_boundary", "bc_coef", "critic_only", "global_step == 0",
+        "stats = ppo_update(", "beta_t")},
+    "parse_and_check": {"--demos needed to train, refused otherwise; each file read before a game starts; the BC "
+                        "flags' bounds": (
+                            "demos", "bc_", "critic_warmup", "must be", "training", "fail(", "getattr(args, name)")},
+    "GameRun": {"the demonstrations, and their arrays in each boundary for an exact --resume": (
+        "demos", "demonstrations", "def mark_boundary(", "super().mark_boundary(", "a resumed run's",
+        "self.args.resume", "else:", "actions=torch")},
+}
+ONLY_IN_BEHAVIOUR_CLONING = {
+    "bc_loss": "L^BC, the demonstrated actions' negative log-likelihood",
+    "demo_minibatch": "a minibatch of demonstration steps",
+    "behaviour_cloning": "the cloning before the first rollout",
+    "demo_accuracy": "the share of demonstrated actions the greedy policy takes",
+    "column_kinds": "which action columns are discrete, for the accuracy",
+    "read_demos": "a demonstrations file's episodes, or one line",
+    "demo_steps": "the files' steps as arrays, checked against the game's spaces",
+    "demo_problem": "why an episode does not fit the game",
+}
+
+
+@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot.py")) & set(definitions("ppo_godot_bc.py"))))
+def test_ppo_godot_bc_differs_from_ppo_godot_only_where_demonstrations_do(name):
+    reference, source = definitions("ppo_godot.py")[name], definitions("ppo_godot_bc.py")[name]
+    if name not in BEHAVIOUR_CLONING:
+        assert source == reference, f"ppo_godot_bc.py's {name} differs: declare it, or make it ppo_godot.py's"
+    else:
+        assert_differs_only_as_declared(name, reference, source, BEHAVIOUR_CLONING[name])
+
+
+def test_what_only_the_behaviour_cloning_script_defines_is_declared():
+    ppo_godot, bc = set(definitions("ppo_godot.py")), set(definitions("ppo_godot_bc.py"))
+    assert ppo_godot - bc == set() and bc - ppo_godot == set(ONLY_IN_BEHAVIOUR_CLONING)

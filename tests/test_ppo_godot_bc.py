@@ -1,0 +1,154 @@
+"""ppo_godot_bc.py: behaviour cloning on the plugin's recorded demonstrations, the critic warmed up before
+the actor moves, then PPO beside a BC loss that fades. In this process on CartPole agents (conftest's fake
+game) with demonstrations of a simple controller written in the plugin's format; as a process on the real
+tag game with the kept recording of its scripted chaser; and each bad demonstration file's one line."""
+import json
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import ppo_godot_bc as bc
+from conftest import REPO, assert_one_line_error, fake_game, game_pids, needs_godot, read_scalars, run_dirs, run_script
+
+SCRIPT = "ppo_godot_bc.py"
+GAMES = REPO / "godot" / "chase"
+KEPT = {"tag": GAMES / "demos" / "tag_scripted_chaser.json",
+        "discrete": GAMES / "demos" / "chase_discrete_scripted.json"}
+BATCH = 4 * 64  # the fake game's 4 agents x --num-steps 64
+
+
+def push_toward_the_lean(obs):
+    """A CartPole controller that keeps the pole up: push the cart the way the pole falls."""
+    return int(obs[2] + 0.5 * obs[3] > 0)
+
+
+def cartpole_demos(path, episodes=6, seed=0):
+    """Episodes of the controller, as the plugin's RECORD_EXPERT_DEMOS writes them: [observations, actions],
+    one more observation than actions."""
+    env, recorded = gym.make("CartPole-v1", max_episode_steps=100), []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        observations, actions, done = [obs.tolist()], [], False
+        while not done:
+            actions.append([push_toward_the_lean(obs)])
+            obs, _, terminated, truncated, _ = env.step(actions[-1][0])
+            observations.append(obs.tolist())
+            done = terminated or truncated
+        recorded.append([observations, actions])
+    path.write_text(json.dumps(recorded))
+    return path
+
+
+def train_in_process(folder, monkeypatch, *flags, iterations=6):
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(bc, "make_envs", lambda args: fake_game())
+    bc.train(bc.parse_args(["--num-steps", "64", "--total-timesteps", str(iterations * BATCH), *flags]))
+    (run_dir,) = run_dirs(folder)
+    return run_dir
+
+
+def values(scalars, tag):
+    return [value for _, value in scalars[tag]]
+
+
+def test_cloning_comes_first_then_the_critic_alone_then_ppo_beside_a_fading_bc_loss(tmp_path, monkeypatch):
+    demos = cartpole_demos(tmp_path / "demos.json")
+    scalars = read_scalars(train_in_process(tmp_path, monkeypatch, "--demos", str(demos), "--critic-warmup", "2",
+                                            "--bc-strength", "0.5", "--bc-steps", str(4 * BATCH)))
+    # before the first rollout: L^BC well below an untrained policy's log 2 (two actions, near-uniform), and
+    # most of the controller's actions taken
+    assert scalars["losses/bc_loss"][0][0] == 0 and scalars["losses/bc_loss"][0][1] < 0.45
+    assert scalars["charts/demo_accuracy"][0][0] == 0 and scalars["charts/demo_accuracy"][0][1] > 0.8
+    # the critic's warm-up: the first 2 updates move no part of the actor (the ratio stays 1)
+    approx_kl = values(scalars, "losses/approx_kl")
+    assert approx_kl[:2] == [0.0, 0.0] and all(kl != 0 for kl in approx_kl[2:])
+    assert values(scalars, "losses/value_loss")[0] > 0
+    # beta_t: 0.5, fading linearly to 0 over 4 rollouts of agent-steps; L^BC only after the warm-up, while beta_t > 0
+    np.testing.assert_allclose(values(scalars, "charts/bc_coef"), [0.5 * max(0.0, 1 - i / 4) for i in range(1, 7)])
+    bc_losses = values(scalars, "losses/bc_loss")[1:]  # [0]: cloning's, at step 0
+    assert bc_losses[:2] == [0.0, 0.0] and all(loss > 0 for loss in bc_losses[2:3]) and bc_losses[4:] == [0.0, 0.0]
+
+
+def test_without_cloning_and_warm_up_the_actor_moves_at_once(tmp_path, monkeypatch):
+    """The three parts are flags: with none of them the script is PPO from a new network."""
+    demos = cartpole_demos(tmp_path / "demos.json")
+    scalars = read_scalars(train_in_process(tmp_path, monkeypatch, "--demos", str(demos), "--bc-epochs", "0",
+                                            "--critic-warmup", "0", "--bc-strength", "0", iterations=2))
+    assert scalars["charts/demo_accuracy"][0][0] == BATCH and scalars["losses/bc_loss"][0][0] == BATCH  # none at 0
+    assert values(scalars, "losses/bc_loss") == [0.0, 0.0]
+    assert all(kl != 0 for kl in values(scalars, "losses/approx_kl"))
+
+
+def test_a_resumed_run_keeps_its_demonstrations_and_does_not_clone_again(tmp_path, monkeypatch):
+    demos = cartpole_demos(tmp_path / "demos.json")
+    run_dir = train_in_process(tmp_path, monkeypatch, "--demos", str(demos), iterations=3)
+    saved = pickle.loads(torch.load(run_dir / "ppo_godot_bc.pt")["resume"])["demos"]
+    recorded = json.loads(demos.read_text())
+    np.testing.assert_array_equal(saved["actions"][:, 0], [a[0] for _, actions in recorded for a in actions])
+    assert len(saved["obs"]) == sum(len(actions) for _, actions in recorded)  # no final observation: no action
+    demos.unlink()  # the file is gone: the checkpoint has what the run learned from
+    bc.train(bc.parse_args(["--resume", str(run_dir / "ppo_godot_bc.pt"), "--total-timesteps", str(6 * BATCH)]))
+    scalars = read_scalars(run_dir)
+    assert [step for step, _ in scalars["charts/demo_accuracy"]] == [0] + [BATCH * i for i in range(1, 7)]
+    assert [step for step, _ in scalars["losses/bc_loss"]] == [0] + [BATCH * i for i in range(1, 7)]
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "--demos 'none.json': no such file"),
+    ("[[[0, 1]", "--demos 'demos.json' is not JSON (Expecting"),
+    ("[]", "--demos 'demos.json' holds no episodes (the plugin writes them when the game's window closes"),
+    ('[[[[0, 1, 2, 3]]]]', "--demos 'demos.json': episode 1 is not [observations, actions]"),
+], ids=["missing", "not-json", "empty", "not-pairs"])
+def test_a_file_that_holds_no_demonstrations_gets_one_line_before_a_game_starts(content, message, tmp_path):
+    if content is not None:
+        (tmp_path / "demos.json").write_text(content)
+    proc = run_script(SCRIPT, "--env-path", str(GAMES / "chase_discrete.x86_64"), "--port", "1", "--demos",
+                      "none.json" if content is None else "demos.json", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_training_needs_demonstrations_and_a_resumed_run_takes_none(tmp_path):
+    proc = run_script(SCRIPT, "--env-path", str(GAMES / "chase_discrete.x86_64"), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "--demos: give the demonstrations to start from, one file or more (ppo_godot.py "
+                                "trains without them)")
+
+
+def bad_action(tmp_path):
+    episodes = json.loads(KEPT["discrete"].read_text())
+    episodes[1][1][3] = [7]
+    (tmp_path / "bad.json").write_text(json.dumps(episodes))
+    return tmp_path / "bad.json"
+
+
+@pytest.mark.parametrize("game, demos, message", [
+    ("chase_tag_scripted_chaser", KEPT["tag"], "episode 1's observations hold 4 numbers; the game's obs has 5"),
+    ("chase_continuous", KEPT["discrete"], "episode 1's actions hold 1 numbers; the game's take 2 (move: continuous 2)"),
+    ("chase_discrete", bad_action, "episode 2, step 4: move = 7 is outside its space (discrete: a choice from 0 to 4)"),
+    ("chase_plugin", KEPT["discrete"], "--demos: the plugin records the obs key alone, and this game observes "
+                                       "position, to_target"),
+], ids=["obs-size", "action-size", "action-outside", "more-keys"])
+def test_demonstrations_that_do_not_fit_the_game_get_one_line_and_leave_no_game(game, demos, message, tmp_path,
+                                                                                 port):
+    needs_godot()
+    demos = demos(tmp_path) if callable(demos) else demos
+    proc = run_script(SCRIPT, "--env-path", str(GAMES / f"{game}.x86_64"), "--port", str(port), "--godot-version",
+                      "3", "--demos", str(demos), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, message)
+    assert not (tmp_path / "runs").exists() and not game_pids(port)
+
+
+def test_the_tag_game_s_chaser_starts_from_the_kept_recording(tmp_path, port):
+    """The real engine: the scripted chaser's recording, cloned, then a short PPO run against the scripted
+    runner, exported for the plugin."""
+    needs_godot()
+    proc = run_script(SCRIPT, "--env-path", str(GAMES / "chase_tag_scripted_runner.x86_64"), "--port", str(port),
+                      "--godot-version", "3", "--demos", str(KEPT["tag"]), "--num-steps", "32", "--total-timesteps",
+                      "2048", "--onnx-export-path", str(tmp_path / "chaser.onnx"), cwd=tmp_path)
+    scalars = read_scalars(run_dirs(tmp_path)[0])
+    assert scalars["charts/demo_accuracy"][0] == (0, pytest.approx(scalars["charts/demo_accuracy"][0][1]))
+    assert scalars["charts/demo_accuracy"][0][1] > 0.6  # the script's moves, from 10 episodes; chance is 0.2
+    assert (tmp_path / "chaser.onnx").exists() and "The policy is exported to" in proc.stdout
