@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, needs_godot
+from conftest import REPO, benchmark, needs_godot
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
@@ -138,3 +138,13 @@ def test_action_repeat_benchmark_passes_its_flags_to_the_game(port):
     one, eight = (godot_action_repeat.run(["--action-repeat", repeat], 1, 4096, port) for repeat in ("1", "8"))
     assert one["sps"] > 0 and eight["sps"] > 0
     assert eight["length"] < one["length"] <= 100
+
+
+def test_the_demonstrations_benchmark_counts_catches_over_a_running_window():
+    """chase_tag_demos.py: an episode is a catch when it ends before the time-out; the steps to a catch rate are
+    the first episode end where the running rate reaches it."""
+    demos = benchmark("chase_tag_demos")
+    catches = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(demos.running(catches, 2), [0, 0, 0.5, 1, 1, 1])
+    assert demos.first_step_at((np.arange(1, 7) * 10, catches), 0.5, window=2) == 30
+    assert demos.first_step_at((np.arange(1, 7) * 10, np.zeros(6)), 0.5, window=2) is None

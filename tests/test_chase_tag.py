@@ -67,6 +67,19 @@ def test_rewards_are_opposed_and_a_pair_ends_together(tag_game):
     assert ends >= 32  # every agent's episode has ended at least once: by 100 steps, a time-out
 
 
+def test_the_sparse_reward_is_a_catch_and_nothing_else(tag_game):
+    """--reward=sparse: the chaser gets 1 on the action that catches (a terminated end) and 0 otherwise, the
+    runner the opposite; the scripted chaser catches runners that stay put, so the 1s are seen."""
+    info, _, play = tag_game("--scripted=chaser", "--reward=sparse")
+    caught = 0
+    for _ in range(300):
+        reply = play([STILL["runner"]] * 8)
+        catches = np.array([done and not step["truncated"] for done, step in zip(reply["done"], reply["info"])])
+        np.testing.assert_array_equal(reply["reward"], np.where(catches, -1.0, 0.0))  # the runners' rewards
+        caught += catches.sum()
+    assert caught >= 8
+
+
 @pytest.mark.parametrize("scripted, learner", [("runner", "chaser"), ("chaser", "runner")])
 def test_the_game_plays_one_side_itself(tag_game, scripted, learner):
     """Against a learner that stays put, the scripted chaser catches nearly every runner; the scripted

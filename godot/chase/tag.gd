@@ -12,12 +12,15 @@ extends "res://main.gd"
 # distance to the runner; runner: straight away from the chaser, sliding along a wall it meets), and
 # the trainer gets only the other side's agents: learning measured against a fixed opponent.
 # --record_demos=PATH (main.gd): both sides play their script, and agent 0, the first chaser, is recorded.
+# --reward=sparse: the chaser gets 1 for a catch and nothing else (no shaping, no cost per action), the
+# runner -1: a reward that random play rarely finds, for learning from demonstrations (ppo_godot_bc.py).
 # Launcher: chase_tag.x86_64 (godot3-server, this scene).
 
 const RUNNER_SPEED = 1.0  # units per game second; the chaser's is SPEED
 const NAMES = ["chaser", "runner"]
 
 var scripted = ""  # --scripted: the side the game plays itself
+var sparse = false  # --reward=sparse
 var bodies = []  # every body's position: chasers at even indices, each followed by its runner
 var body_velocities = []
 var learners = []  # the body of each agent the trainer plays, in the protocol's order
@@ -31,6 +34,7 @@ var pair_autoreset = []
 
 func make_agents():
 	scripted = args.get("scripted", "")
+	sparse = args.get("reward", "shaped") == "sparse"
 	for p in range(n_agents / 2):
 		for side in range(2):
 			bodies.append(Vector2())
@@ -131,7 +135,7 @@ func start_action(actions):
 			var move = actions[i]["move"]
 			body_velocities[body] = Vector2(clamp(move[0], -1.0, 1.0), clamp(move[1], -1.0, 1.0)) * RUNNER_SPEED
 		if i != -1:
-			rewards[i] = 0.0 if pair_frozen[p] else (-0.01 if side(body) == 0 else 0.01)
+			rewards[i] = 0.0 if pair_frozen[p] or sparse else (-0.01 if side(body) == 0 else 0.01)
 			autoreset[i] = pair_autoreset[p]
 
 
@@ -174,7 +178,7 @@ func tick_all():
 			bodies[body].x = clamp(bodies[body].x, -1.0, 1.0)
 			bodies[body].y = clamp(bodies[body].y, -1.0, 1.0)
 		var after = bodies[2 * p].distance_to(bodies[2 * p + 1])
-		var chaser_reward = SHAPING * (before - after)
+		var chaser_reward = 0.0 if sparse else SHAPING * (before - after)
 		if after < REACH:  # caught
 			chaser_reward += 1.0
 			pair_done[p] = true
