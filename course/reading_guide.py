@@ -15,10 +15,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "course" / "README.md"
-SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py",
-           "ppo_lstm.py", "ppo_scratch_skeleton.py"]
-TRAINING = SCRIPTS[:6]
-GODOT = ["ppo_godot.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
+SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py",
+           "ppo_godot_self_play.py", "ppo_lstm.py", "ppo_scratch_skeleton.py"]
+TRAINING = SCRIPTS[:7]
+GODOT = ["ppo_godot.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
 SEVERAL = ["ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
 
 # topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
@@ -26,8 +26,8 @@ TOPICS = {
     "arguments": {s: ["def parse_args("] for s in SCRIPTS},
     "env factory and vector envs": {"ppo.py": ["def make_env(", "def make_envs("],
                                     "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
-                                    "ppo_godot.py": ["class GodotVecEnv:", "def read_layouts(", "def to_game_action(",
-                                                     "def make_envs("],
+                                    **{s: ["class GodotVecEnv:", "def read_layouts(", "def to_game_action(",
+                                           "def make_envs("] for s in ("ppo_godot.py", "ppo_godot_bc.py")},
                                     **{s: ["class GodotVecEnv:", "def read_layouts(", "def read_policies(",
                                            "def to_game_action(", "def make_envs("] for s in SEVERAL},
                                     "ppo_lstm.py": ["class CartPoleNoVel(", "def make_env(", "def make_envs(",
@@ -67,6 +67,9 @@ TOPICS = {
     "several policies in one game: an Agent per policy name, each learning from its own agents' rows": {
         s: ["def read_policies(", "class AgentPerPolicy(", "def policy_share(",
             "for name, policy in envs.policies.items():  # "] for s in SEVERAL},
+    "learning from demonstrations: behaviour cloning first, the critic's warm-up, a fading BC loss": {
+        "ppo_godot_bc.py": ["# ALGO: loss = -L^CLIP", "def bc_loss(", "def behaviour_cloning(",
+                            "if global_step == 0:  # ALGO: behaviour cloning", "bc_coef = args.bc_strength"]},
     "self-play: one policy learns at a time, the others play snapshots from their pools": {
         "ppo_godot_self_play.py": ["its_agent = self.playing.get(", "class SelfPlay:",
                                    "if name != self_play.learner:  # not its turn", "self_play.end_iteration("]},
