@@ -25,6 +25,8 @@ from test_ppo_godot import assert_whole_onnx
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py"]
+# ppo_godot_bc.py's plumbing is ppo_godot.py's (tests/test_shared_code.py); its checkpoint and help checked here too
+WITH_BC = TRAINING + ["ppo_godot_bc.py"]
 SHORT = {  # a run of a few seconds
     "ppo.py": ["--total-timesteps", "1024", "--num-steps", "64"],
     "ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-steps", "128",
@@ -126,7 +128,7 @@ def finished_run(script, tmp_path_factory):
 
 
 def other_script(script):
-    return TRAINING[(TRAINING.index(script) + 1) % len(TRAINING)]
+    return WITH_BC[(WITH_BC.index(script) + 1) % len(WITH_BC)]
 
 
 CHECKPOINT_FAULTS = {  # fault: (make the file in a folder, for a script; what the line says)
@@ -159,7 +161,7 @@ def save(path, checkpoint):
 
 @pytest.mark.parametrize("flag", ["--eval-checkpoint", "--resume"])
 @pytest.mark.parametrize("fault", CHECKPOINT_FAULTS)
-@pytest.mark.parametrize("script", TRAINING)
+@pytest.mark.parametrize("script", WITH_BC)
 def test_bad_checkpoint(script, fault, flag, tmp_path):
     make, message = CHECKPOINT_FAULTS[fault]
     path = make(tmp_path, script)
@@ -382,7 +384,7 @@ def options_in_help(script, tmp_path):
     return {option.split()[0].rstrip(","): " ".join(option.split()) for option in options if option.strip()}
 
 
-@pytest.mark.parametrize("script", TRAINING + ["ppo_scratch_skeleton.py"])
+@pytest.mark.parametrize("script", WITH_BC + ["ppo_scratch_skeleton.py"])
 def test_help_shows_every_default(script, tmp_path):
     options = options_in_help(script, tmp_path)
     assert len(options) > 20 and "--total-timesteps" in options
