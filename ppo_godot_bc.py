@@ -632,9 +632,9 @@ def train(args):
     with run.guard(envs, agent, optimizer):
         # s_0: new episodes from envs.reset(seed=args.seed + global_step), for a resumed run too (its game: new)
         next_obs, global_step = run.start()
-        if global_step == 0:  # ALGO: behaviour cloning, before the first rollout; a stop after it resumes after it
+        if not args.resume:  # ALGO: behaviour cloning, before the first rollout (a resumable checkpoint is after it)
             behaviour_cloning(args, agent, optimizer, demos, run.writer)
-            run.mark_boundary(0, 0)
+            run.mark_boundary(0, 0)  # section 9: from here a stop resumes after the cloning
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate

@@ -69,7 +69,7 @@ TOPICS = {
             "for name, policy in envs.policies.items():  # "] for s in SEVERAL},
     "learning from demonstrations: behaviour cloning first, the critic's warm-up, a fading BC loss": {
         "ppo_godot_bc.py": ["# ALGO: loss = -L^CLIP", "def bc_loss(", "def behaviour_cloning(",
-                            "if global_step == 0:  # ALGO: behaviour cloning", "bc_coef = args.bc_strength"]},
+                            "if not args.resume:  # ALGO: behaviour cloning", "bc_coef = args.bc_strength"]},
     "self-play: one policy learns at a time, the others play snapshots from their pools": {
         "ppo_godot_self_play.py": ["its_agent = self.playing.get(", "class SelfPlay:",
                                    "if name != self_play.learner:  # not its turn", "self_play.end_iteration("]},

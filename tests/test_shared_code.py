@@ -330,7 +330,7 @@ BEHAVIOUR_CLONING = {
         "def ppo_update(", "critic_only", "bc", "minibatch's losses", "# ALGO: loss", "grad_norm.item()",
         "torch.zeros(())")},
     "train": {"the demonstrations read, cloned before the first rollout, and beta_t and the warm-up each update": (
-        "demos", "behaviour_cloning", "mark_boundary", "bc_coef", "critic_only", "global_step == 0",
+        "demos", "behaviour_cloning", "mark_boundary", "bc_coef", "critic_only", "args.resume",
         "stats = ppo_update(", "beta_t")},
     "parse_and_check": {"--demos needed to train, refused otherwise; each file read before a game starts; the BC "
                         "flags' bounds": (
