@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from common import REPO, draw_seeds, read_run, save_figure, write_table
 
@@ -51,15 +52,21 @@ def record_demos(path, episodes, seed=1000):
 def train(job):
     """One run; its (agent-steps, 1 for a catch else 0) of every training episode."""
     label, script, game, flags, seed, steps, port, workdir = job
-    folder = Path(workdir) / f"{label.replace(' ', '_')}_{seed}"
+    folder = Path(workdir) / f"{label.replace(' ', '_').replace(',', '')}_{seed}"
+    done = list(folder.glob("runs/*/*.pt"))  # a former call's finished run (--workdir): played, not trained again
+    if done and torch.load(done[0], weights_only=True)["global_step"] >= steps - 2048:
+        return label, seed, catch_curve(folder)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "train.log", "w") as log:
         subprocess.run([sys.executable, str(REPO / script), "--env-path", str(GAMES / f"{game}.x86_64"),
                         "--godot-version", "3", "--seed", str(seed), "--port", str(port), "--total-timesteps",
                         str(steps), *flags], cwd=folder, check=True, stdout=log, stderr=subprocess.STDOUT)
-    acc = read_run(next(folder.glob("runs/*")))
-    lengths = acc.Scalars("charts/episodic_length")
-    return label, seed, (np.array([e.step for e in lengths]), np.array([float(e.value < MAX_STEPS) for e in lengths]))
+    return label, seed, catch_curve(folder)
+
+
+def catch_curve(folder):
+    lengths = read_run(next(folder.glob("runs/*"))).Scalars("charts/episodic_length")
+    return np.array([e.step for e in lengths]), np.array([float(e.value < MAX_STEPS) for e in lengths])
 
 
 def running(catches, window):
@@ -80,9 +87,12 @@ def main():
     p.add_argument("--demo-episodes", type=int, default=50)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--port", type=int, default=15408)
+    p.add_argument("--workdir", default=None,
+                   help="keep the runs here; a second call with the same folder tables and plots them without training")
     args = p.parse_args()
     started = time.time()
-    workdir = tempfile.mkdtemp(prefix="chase_tag_demos_")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="chase_tag_demos_")
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     demos = Path(workdir) / "demos.json"
     episodes = record_demos(demos, args.demo_episodes)
     demo_steps = sum(len(actions) for _, actions in episodes)
@@ -157,6 +167,12 @@ def main():
     plot(curves, command, demo_steps)
 
 
+def full_windows(runs, window):
+    """Each run's running catch rate from its window-th episode on: before it, the first episodes to end are
+    the short ones, the catches."""
+    return [(steps[window - 1:], running(catches, window)[window - 1:]) for steps, catches in runs]
+
+
 def plot(curves, command, demo_steps):
     import matplotlib
 
@@ -166,16 +182,15 @@ def plot(curves, command, demo_steps):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for ax, reward in zip(axes, ("shaped", "sparse")):
         for how in ("PPO alone", "BC then PPO"):
-            draw_seeds(ax, how, list(curves[f"{how}, {reward}"].values()), WINDOW)
+            draw_seeds(ax, how, full_windows(curves[f"{how}, {reward}"].values(), WINDOW), 1)
         ax.axhline(0.438, color="gray", linestyle=":", linewidth=1, label="the scripted chaser (43.8%)")
         ax.set_title(f"{reward} reward: the chaser against the scripted runner", fontsize=9)
     for name, label in (("warm-up and BC loss (defaults)", "BC then PPO, shaped"), ("no warm-up", "no warm-up"),
                         ("no warm-up, no BC loss", "no warm-up, no BC loss")):
         runs = [(steps[steps <= COLLAPSE_STEPS], catches[steps <= COLLAPSE_STEPS])
                 for steps, catches in curves[label].values()]
-        draw_seeds(axes[2], name, runs, COLLAPSE_WINDOW)
-    axes[2].set_title(f"BC then PPO's first {COLLAPSE_STEPS:,} agent-steps (shaped): does PPO undo the cloning?",
-                      fontsize=9)
+        draw_seeds(axes[2], name, full_windows(runs, COLLAPSE_WINDOW), 1)
+    axes[2].set_title(f"the collapse: BC then PPO's first {COLLAPSE_STEPS // 1000}k agent-steps (shaped)", fontsize=9)
     for i, ax in enumerate(axes):
         ax.set_xlabel("agent-steps")
         ax.set_ylabel(f"catch rate (last {COLLAPSE_WINDOW if i == 2 else WINDOW} training episodes)")
