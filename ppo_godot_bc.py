@@ -106,7 +106,9 @@ def parse_args(argv=None):
     p.add_argument("--bc-minibatch-size", type=int, default=512,
                    help="demonstration steps in each BC gradient step (ML-Agents' example's batch_size)")
     p.add_argument("--critic-warmup", type=int, default=2,
-                   help="first rollouts whose update trains the critic alone, the actor kept as cloned (0: none)")
+                   help="first rollouts whose update trains the critic alone, the actor kept as cloned (0: none; 2: "
+                        "ours, two updates of the critic before PPO's first, course/README.md#learning-from-"
+                        "demonstrations)")
     p.add_argument("--bc-strength", type=float, default=0.5,
                    help="weight of the BC loss beside PPO's at global_step 0 (0: none; ML-Agents' strength, 0.5 "
                         "in its example)")
@@ -726,6 +728,7 @@ GODOT_RL_SPELLINGS = {
     "--save_model_path": "--save-model, on by default (the model goes to {log_dir}/{run_name}/{exp_name}.pt)",
     "--save_checkpoint_frequency": "--checkpoint-minutes (in minutes, not steps)",
     "--linear_lr_schedule": "--anneal-lr, on by default",
+    "--demo_files": "--demos", "--bc_epochs": "--bc-epochs",  # sb3_imitation.py's
 }
 
 
@@ -879,7 +882,8 @@ def demo_steps(paths, envs):
             where = f"--demos {path!r}: episode {n}"
             try:
                 o = np.array(episode_obs, dtype=np.float32)
-                a = np.array(episode_actions, dtype=np.float32).reshape(len(episode_actions), -1)
+                a = (np.array(episode_actions, dtype=np.float32).reshape(len(episode_actions), -1) if episode_actions
+                     else np.zeros((0, len(columns)), np.float32))  # an episode of its final observation alone
             except (ValueError, TypeError):
                 problem = f"{where} holds observations or actions that are not lists of numbers"
             else:

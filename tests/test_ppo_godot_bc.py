@@ -115,22 +115,49 @@ def test_training_needs_demonstrations_and_a_resumed_run_takes_none(tmp_path):
     proc = run_script(SCRIPT, "--env-path", str(GAMES / "chase_discrete.x86_64"), cwd=tmp_path, check=False)
     assert_one_line_error(proc, "--demos: give the demonstrations to start from, one file or more (ppo_godot.py "
                                 "trains without them)")
+    proc = run_script(SCRIPT, "--eval-checkpoint", "x.pt", "--demos", str(KEPT["tag"]), cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "--demos is for a new run: --resume keeps its run's, --eval-checkpoint and "
+                                "--export-checkpoint need none")
+    proc = run_script(SCRIPT, "--demo_files", "demos.json", "--bc_epochs", "5", cwd=tmp_path, check=False)
+    assert_one_line_error(proc, "--demo_files is godot-rl's spelling; here it is --demos; --bc_epochs is godot-rl's "
+                                "spelling; here it is --bc-epochs")
 
 
-def bad_action(tmp_path):
-    episodes = json.loads(KEPT["discrete"].read_text())
-    episodes[1][1][3] = [7]
-    (tmp_path / "bad.json").write_text(json.dumps(episodes))
-    return tmp_path / "bad.json"
+def edited(change):
+    """The kept Chase recording with one change, as a file in the test's folder."""
+    def write(tmp_path):
+        episodes = json.loads(KEPT["discrete"].read_text())
+        change(episodes)
+        (tmp_path / "bad.json").write_text(json.dumps(episodes))
+        return tmp_path / "bad.json"
+    return write
+
+
+def set_value(episode, part, step, value):
+    return lambda episodes: episodes[episode][part].__setitem__(step, value)
+
+
+bad_action = edited(set_value(1, 1, 3, [7]))
 
 
 @pytest.mark.parametrize("game, demos, message", [
     ("chase_tag_scripted_chaser", KEPT["tag"], "episode 1's observations hold 4 numbers; the game's obs has 5"),
-    ("chase_continuous", KEPT["discrete"], "episode 1's actions hold 1 numbers; the game's take 2 (move: continuous 2)"),
+    ("chase_continuous", KEPT["discrete"],
+     "episode 1's actions hold 1 numbers; the game's take 2 (move: continuous 2)"),
     ("chase_discrete", bad_action, "episode 2, step 4: move = 7 is outside its space (discrete: a choice from 0 to 4)"),
     ("chase_plugin", KEPT["discrete"], "--demos: the plugin records the obs key alone, and this game observes "
                                        "position, to_target"),
-], ids=["obs-size", "action-size", "action-outside", "more-keys"])
+    ("chase_discrete", edited(set_value(0, 1, 0, ["left"])), "episode 1 holds observations or actions that are "
+                                                             "not lists of numbers"),
+    ("chase_discrete", edited(set_value(2, 0, 5, [0.1, float("nan"), 0.2, 0.3])),
+     "episode 3 holds a NaN or an infinite number"),
+    ("chase_discrete", edited(lambda episodes: episodes[0].__setitem__(1, episodes[0][1][:-3])),
+     "episode 1 holds"),
+    ("chase_discrete", edited(lambda episodes: episodes.__setitem__(slice(None), [[e[0][-1:], []]
+                                                                                 for e in episodes])),
+     "no episode of"),
+], ids=["obs-size", "action-size", "action-outside", "more-keys", "not-numbers", "nan", "fewer-actions",
+        "no-action"])
 def test_demonstrations_that_do_not_fit_the_game_get_one_line_and_leave_no_game(game, demos, message, tmp_path,
                                                                                  port):
     needs_godot()

@@ -325,7 +325,8 @@ def test_each_page_s_diff_claim_names_what_the_diff_changes_above_the_banner():
 BEHAVIOUR_CLONING = {
     "parse_args": {"the demonstrations' flags, each default with where it comes from": (
         "--demos", "--bc-", "--critic-warmup", "Demonstrations", "demonstrations", "actions] per episode",
-        "imitation tutorial", "batch_size", "the actor kept as cloned", "strength", "example", "help=")},
+        "imitation tutorial", "batch_size", "the actor kept as cloned", "strength", "example", "help=",
+        "learning-from-")},
     "ppo_update": {"the critic's warm-up, and beta_t L^BC on a minibatch of demonstrations beside PPO's loss": (
         "def ppo_update(", "critic_only", "bc", "minibatch's losses", "# ALGO: loss", "grad_norm.item()",
         "torch.zeros(())")},
