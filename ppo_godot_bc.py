@@ -578,7 +578,7 @@ def demo_minibatch(demos, size):
 def behaviour_cloning(args, agent, optimizer, demos, writer):
     """Before the first rollout: --bc-epochs passes of minibatch gradient steps on L^BC, the same Adam as
     PPO's (the critic gets no gradient, and Adam leaves it be). Logged at global_step 0."""
-    for epoch in range(args.bc_epochs):
+    for _ in range(args.bc_epochs):
         for rows in torch.randperm(len(demos.obs)).split(args.bc_minibatch_size):
             loss = bc_loss(agent, demos.obs[rows], demos.actions[rows])
             optimizer.zero_grad()
