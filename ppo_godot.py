@@ -559,7 +559,7 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agent, optimizer):
-        # s_0: new episodes from envs.reset(seed=args.seed + global_step), for a resumed run too (its game: new)
+        # s_0: new episodes from envs.reset(seed=args.seed + global_step), a resumed run's too (a game saves none)
         next_obs, global_step = run.start()
         for iteration in run.iterations():  # Ctrl-C and kill stop here, between two updates
             if args.anneal_lr:  # linearly: --learning-rate at the first update, 1/num_iterations of it at the last

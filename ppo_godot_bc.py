@@ -632,7 +632,7 @@ def train(args):
 
     # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
     with run.guard(envs, agent, optimizer):
-        # s_0: new episodes from envs.reset(seed=args.seed + global_step), for a resumed run too (its game: new)
+        # s_0: new episodes from envs.reset(seed=args.seed + global_step), a resumed run's too (a game saves none)
         next_obs, global_step = run.start()
         if not args.resume:  # ALGO: behaviour cloning, before the first rollout (a resumable checkpoint is after it)
             behaviour_cloning(args, agent, optimizer, demos, run.writer)
