@@ -197,21 +197,6 @@ ONLY_IN_MULTI_POLICY = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot.py"))
-                                        & set(definitions("ppo_godot_multi_policy.py"))))
-def test_ppo_godot_multi_policy_differs_from_ppo_godot_only_where_several_policies_do(name):
-    reference, source = definitions("ppo_godot.py")[name], definitions("ppo_godot_multi_policy.py")[name]
-    if name not in MULTI_POLICY:
-        assert source == reference, f"ppo_godot_multi_policy.py's {name} differs: declare it, or make it ppo_godot.py's"
-    else:
-        assert_differs_only_as_declared(name, reference, source, MULTI_POLICY[name])
-
-
-def test_what_only_one_of_the_godot_scripts_defines_is_declared():
-    ppo_godot, multi = set(definitions("ppo_godot.py")), set(definitions("ppo_godot_multi_policy.py"))
-    assert ppo_godot - multi == set(ONLY_IN_PPO_GODOT) and multi - ppo_godot == set(ONLY_IN_MULTI_POLICY)
-
-
 # ppo_godot_self_play.py is ppo_godot_multi_policy.py but for self-play: a snapshot plays for each waiting policy,
 # only the learner updates, and below the banner the ratings, the settings and the state a checkpoint keeps
 SELF_PLAY = {
@@ -252,21 +237,6 @@ ONLY_IN_SELF_PLAY = {
     "self_play_game_problem": "a game where self-play cannot work",
     "team_change_note": "a note for a self-play turn shorter than a rollout",
 }
-
-
-@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot_multi_policy.py"))
-                                        & set(definitions("ppo_godot_self_play.py"))))
-def test_ppo_godot_self_play_differs_from_multi_policy_only_where_self_play_does(name):
-    reference, source = definitions("ppo_godot_multi_policy.py")[name], definitions("ppo_godot_self_play.py")[name]
-    if name not in SELF_PLAY:
-        assert source == reference, f"ppo_godot_self_play.py's {name} differs: declare it, or make it the sibling's"
-    else:
-        assert_differs_only_as_declared(name, reference, source, SELF_PLAY[name])
-
-
-def test_what_only_the_self_play_script_defines_is_declared():
-    multi, self_play = set(definitions("ppo_godot_multi_policy.py")), set(definitions("ppo_godot_self_play.py"))
-    assert multi - self_play == set() and self_play - multi == set(ONLY_IN_SELF_PLAY)
 
 
 # ppo_lstm.py takes ppo.py's definitions where memory changes nothing, and ppo_continuous_action.py's
@@ -352,15 +322,28 @@ ONLY_IN_BEHAVIOUR_CLONING = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(set(definitions("ppo_godot.py")) & set(definitions("ppo_godot_bc.py"))))
-def test_ppo_godot_bc_differs_from_ppo_godot_only_where_demonstrations_do(name):
-    reference, source = definitions("ppo_godot.py")[name], definitions("ppo_godot_bc.py")[name]
-    if name not in BEHAVIOUR_CLONING:
-        assert source == reference, f"ppo_godot_bc.py's {name} differs: declare it, or make it ppo_godot.py's"
+# Each sibling is its parent but for its idea: (parent, child): (the declared differences of the definitions both
+# have, what the child alone defines, what the parent alone defines)
+SIBLINGS = {
+    ("ppo_godot.py", "ppo_godot_multi_policy.py"): (MULTI_POLICY, ONLY_IN_MULTI_POLICY, ONLY_IN_PPO_GODOT),
+    ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"): (SELF_PLAY, ONLY_IN_SELF_PLAY, {}),
+    ("ppo_godot.py", "ppo_godot_bc.py"): (BEHAVIOUR_CLONING, ONLY_IN_BEHAVIOUR_CLONING, {}),
+}
+
+
+@pytest.mark.parametrize("parent, child, name", [(parent, child, name) for parent, child in SIBLINGS for name in
+                                                 sorted(set(definitions(parent)) & set(definitions(child)))])
+def test_a_sibling_differs_from_its_parent_only_where_its_idea_does(parent, child, name):
+    reference, source = definitions(parent)[name], definitions(child)[name]
+    declared = SIBLINGS[parent, child][0]
+    if name not in declared:
+        assert source == reference, f"{child}'s {name} differs: declare it, or make it {parent}'s"
     else:
-        assert_differs_only_as_declared(name, reference, source, BEHAVIOUR_CLONING[name])
+        assert_differs_only_as_declared(name, reference, source, declared[name])
 
 
-def test_what_only_the_behaviour_cloning_script_defines_is_declared():
-    ppo_godot, bc = set(definitions("ppo_godot.py")), set(definitions("ppo_godot_bc.py"))
-    assert ppo_godot - bc == set() and bc - ppo_godot == set(ONLY_IN_BEHAVIOUR_CLONING)
+@pytest.mark.parametrize("parent, child", SIBLINGS)
+def test_what_only_one_of_two_siblings_defines_is_declared(parent, child):
+    _, only_in_child, only_in_parent = SIBLINGS[parent, child]
+    in_parent, in_child = set(definitions(parent)), set(definitions(child))
+    assert in_child - in_parent == set(only_in_child) and in_parent - in_child == set(only_in_parent)
