@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common import REPO, draw_seeds, read_run, save_figure, write_table
+from common import REPO, draw_seeds, first_reach, read_run, running_mean, save_figure, write_table
 
 GAMES = REPO / "godot" / "chase"
 MAX_STEPS = 100  # tag.gd's time-out, in actions
@@ -69,15 +69,10 @@ def catch_curve(folder):
     return np.array([e.step for e in lengths]), np.array([float(e.value < MAX_STEPS) for e in lengths])
 
 
-def running(catches, window):
-    return np.array([catches[max(0, i + 1 - window):i + 1].mean() for i in range(len(catches))])
-
-
 def first_step_at(curve, rate, window=WINDOW):
+    """The agent-steps at which the catch rate over the last `window` episodes first reaches rate, or None."""
     steps, catches = curve
-    rates = running(catches, window)
-    reached = np.nonzero((rates >= rate) & (np.arange(len(rates)) >= window // 2 - 1))[0]
-    return int(steps[reached[0]]) if len(reached) else None
+    return first_reach(steps, catches, np.zeros(len(steps)), rate, window)[0]
 
 
 def main():
@@ -144,7 +139,7 @@ def main():
         for seed in seeds:
             steps, catches = curves[label][seed]
             early = steps <= COLLAPSE_STEPS
-            rates = running(catches[early], COLLAPSE_WINDOW)[COLLAPSE_WINDOW - 1:]
+            rates = running_mean(catches[early], COLLAPSE_WINDOW)[COLLAPSE_WINDOW - 1:]
             first = catches[:COLLAPSE_WINDOW].mean()
             fell = bool(rates.min() < first / 2)
             verdicts.setdefault(name, []).append(fell)
@@ -157,7 +152,8 @@ def main():
               f"{sum(b is not None and (p is None or b <= p / 2) for b, p in zip(shaped_bc, shaped_ppo))} of "
               f"{len(seeds)} seeds.",
               f"- sparse: PPO alone under 10% throughout: "
-              f"{sum(running(curves['PPO alone, sparse'][s][1], WINDOW).max() < 0.1 for s in seeds)} of {len(seeds)}; "
+              f"{sum(running_mean(curves['PPO alone, sparse'][s][1], WINDOW).max() < 0.1 for s in seeds)} of "
+              f"{len(seeds)}; "
               f"BC then PPO ending at 30% or more: "
               f"{sum(curves['BC then PPO, sparse'][s][1][-WINDOW:].mean() >= 0.3 for s in seeds)} of {len(seeds)}.",
               f"- collapse: without warm-up or BC loss, below half on {sum(verdicts['no warm-up, no BC loss'])} of "
@@ -170,7 +166,7 @@ def main():
 def full_windows(runs, window):
     """Each run's running catch rate from its window-th episode on: before it, the first episodes to end are
     the short ones, the catches."""
-    return [(steps[window - 1:], running(catches, window)[window - 1:]) for steps, catches in runs]
+    return [(steps[window - 1:], running_mean(catches, window)[window - 1:]) for steps, catches in runs]
 
 
 def plot(curves, command, demo_steps):
