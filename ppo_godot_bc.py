@@ -135,13 +135,12 @@ def parse_args(argv=None):
 # ================================================================================================
 class GodotVecEnv:
     """All agents of --n-parallel games as one vector env with gymnasium 1.0's API: step() returns
-    (obs, reward, terminated, truncated, infos). Section 9 starts and connects the games, and records
-    each finished episode's return and length (RecordEpisodes)."""
+    (obs, reward, terminated, truncated, infos). Section 9 starts and connects the games, carries the
+    messages (reset_games, step_games) and records each finished episode's return and length."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
-        self.seed = args.seed  # game i's is seed + i
-        self.step_timeout = args.step_timeout
+        self.seed, self.step_timeout = args.seed, args.step_timeout  # for section 9's messages
         # One network plays every agent: start_games has checked that they share a policy name and spaces
         self.obs_layout, self.action_heads = read_layouts(self.games[0], agent=0)
         self.obs_keys = [key for key, _ in self.obs_layout]
@@ -151,13 +150,10 @@ class GodotVecEnv:
             dtype, low, high = np.float32, -np.inf, np.inf
         width = sum(math.prod(shape) for _, shape in self.obs_layout)
         self.single_observation_space = gym.spaces.Box(low, high, (width,), dtype)
-        if all(kind == "discrete" for _, kind, _ in self.action_heads):  # one index per action
-            self.single_action_space = gym.spaces.MultiDiscrete([n for _, _, n in self.action_heads])
-        else:  # floats: each discrete action's index, each continuous one's values
-            columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
-            self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
+        # floats: each discrete action's index (exact in a float), each continuous one's values
+        columns = sum(1 if kind == "discrete" else size for _, kind, size in self.action_heads)
+        self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
         self.num_envs = sum(game.num_envs for game in self.games)
-        self.game_starts = np.cumsum([0] + [game.num_envs for game in self.games])[:-1]  # game i's first agent
 
     def observations(self, replies):
         """Every agent's row: its keys' values joined in obs_layout's order, a camera's hex string turned
@@ -168,26 +164,13 @@ class GodotVecEnv:
                              for reply in replies for obs in reply["obs"]], dtype=self.single_observation_space.dtype)
 
     def reset(self, seed=None):
-        """The first observations of new episodes in every game. Game i started with seed --seed + i
-        (--env_seed); another seed (a resumed run's) goes to it as seed + i in the reset message, which
-        the demo game reads and a game made with the plugin ignores: Godot RL Agents' protocol has none."""
-        for i, game in enumerate(self.games):
-            reseed = seed is not None and seed != self.seed
-            game._send_as_json({"type": "reset", "seed": seed + i} if reseed else {"type": "reset"})
-        replies = [await_reply(game, self.step_timeout) for game in self.games]
-        check_first_observations(self, replies)  # section 9: the keys declared, and no blank camera
+        """The first observations of new episodes in every game (a resumed run's seed: reset_games)."""
+        replies = reset_games(self, seed)  # section 9: checked: the keys declared, and no blank camera
         return self.observations(replies), {}
 
     def step(self, actions):
-        # Send every game its agents' actions first, so the games simulate side by side.
-        for game, start in zip(self.games, self.game_starts):
-            game_actions = actions[start:start + game.num_envs]
-            game._send_as_json({"type": "action", "action": [to_game_action(action, self.action_heads)
-                                                             for action in game_actions]})
-        replies = [await_reply(game, self.step_timeout) for game in self.games]
-        reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
-        done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
-        info = [i for reply in replies for i in reply.get("info", [{}] * len(reply["done"]))]
+        game_actions = [to_game_action(action, self.action_heads) for action in actions]
+        replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
         # A game that resets on the next step says so in info (the module docstring has both ways);
         # only then is the observation sent with done a final one, which a time-out bootstraps from
         resets_next_step = np.array(["autoreset" in i for i in info])
@@ -205,12 +188,10 @@ def is_camera(key):
 
 
 def read_layouts(game, agent):
-    """The row and the action of one agent, from the spaces its game sent. obs_layout: the observation keys,
-    sorted (as godot-rl's Dict space sorts them), each (key, shape); a camera sends the hex of its image's
-    bytes row by row, C colour bytes a pixel, though the plugin declares [C, H, W]: (H, W, C) here.
-    action_heads: each action (name, "discrete", n) or (name, "continuous", size), in the order the game
-    declares them, as its env_info sent them: godot-rl's Dict space sorts them by name, and the plugin
-    reads an ONNX model's output in declared order."""
+    """One agent's row and action, from its game's spaces. obs_layout: each key (sorted, as godot-rl's
+    Dict space sorts them) with its shape, a camera's (H, W, C) as its bytes come, though declared [C, H, W].
+    action_heads: each action (name, "discrete", n) or (name, "continuous", size) in the game's declared
+    order (env_info's; godot-rl's Dict space sorts them), the order the plugin reads an ONNX model's output."""
     space = game.observation_spaces[agent]
     obs_layout = [(key, (*space[key].shape[1:], space[key].shape[0]) if is_camera(key) else space[key].shape)
                   for key in sorted(space.spaces)]
@@ -354,30 +335,21 @@ class Agent(nn.Module):
                 logstd_column += size
         return dists
 
-    def get_action(self, x):
-        """Rollout-time sampling only: a_t ~ pi(.|s_t). A Gaussian: mean + std * z, z ~ N(0, I), unclipped.
-        A discrete action: argmax(pi / E), E ~ Exp(1): choice a wins with probability pi(a|s), as in
-        torch.multinomial, without its input checks (which cost more than the forward)."""
+    def get_action(self, x, greedy=False):
+        """a_t ~ pi(.|s_t); greedy: the most likely action (each Gaussian's mean, each discrete argmax). A
+        Gaussian samples mean + std * z, z ~ N(0, I), unclipped. A discrete action samples argmax(pi / E),
+        E ~ Exp(1): choice a wins with probability pi(a|s), as in torch.multinomial, without its input
+        checks (which cost more than the forward). The row: a discrete action's index, as a float."""
         columns = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(self.encode(x))):
             if kind == "discrete":
-                p = dist.exp()
-                columns.append((p / torch.empty_like(p).exponential_()).argmax(dim=-1, keepdim=True))
+                choice = dist if greedy else dist.exp() / torch.empty_like(dist).exponential_()
+                columns.append(choice.argmax(dim=-1, keepdim=True).float())
             else:
                 action_mean, action_logstd = dist
-                columns.append(action_mean + action_logstd.exp() * torch.randn_like(action_mean))
-        return self.as_action_row(columns)
-
-    def get_greedy_action(self, x):
-        """The most likely action: each Gaussian's mean, each discrete action's argmax."""
-        return self.as_action_row([dist.argmax(dim=-1, keepdim=True) if kind == "discrete" else dist[0]
-                                   for (kind, _), dist in zip(self.heads, self.action_distributions(self.encode(x)))])
-
-    def as_action_row(self, columns):
-        """Integer columns when every action is discrete, else floats (an index is exact in a float)."""
-        if all(kind == "discrete" for kind, _ in self.heads):
-            return torch.cat(columns, dim=-1)
-        return torch.cat([c.float() for c in columns], dim=-1)
+                noise = 0 if greedy else action_logstd.exp() * torch.randn_like(action_mean)
+                columns.append(action_mean + noise)
+        return torch.cat(columns, dim=-1)
 
     def evaluate_actions(self, x, action):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
@@ -597,8 +569,8 @@ def demo_accuracy(agent, demos):
     if not discrete:
         return float("nan")
     with torch.inference_mode():
-        greedy = agent.get_greedy_action(demos.obs)
-    return (greedy[:, discrete].float() == demos.actions[:, discrete]).float().mean().item()
+        greedy = agent.get_action(demos.obs, greedy=True)
+    return (greedy[:, discrete] == demos.actions[:, discrete]).float().mean().item()
 
 
 def column_kinds(agent):
@@ -679,8 +651,7 @@ def evaluate(args, greedy=True):
         obs, _ = envs.reset(seed=args.seed)
         while episodes_done.min() < rounds:
             with torch.inference_mode():
-                obs_tensor = torch.as_tensor(obs)
-                action = agent.get_greedy_action(obs_tensor) if greedy else agent.get_action(obs_tensor)
+                action = agent.get_action(torch.as_tensor(obs), greedy)
             obs, _, _, truncated, infos = envs.step(action.numpy())
             for i in np.nonzero(infos["_episode"])[0] if "episode" in infos else []:
                 if episodes_done[i] < rounds:
@@ -698,7 +669,7 @@ def evaluate(args, greedy=True):
 #    weights, the reward statistics) and the games. A game started with --env-path gets its command line:
 #    `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`, `--speedup` and,
 #    without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which blanks a camera) or
-#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (sent by section 2) and,
+#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (reset_games) and,
 #    at the end, a close message. The seed and the action repeat shape the episodes; --speedup and
 #    --framerate pace the game against the clock (--speedup changed nothing learned on the demo game:
 #    docs/your-own-godot-game.md)
@@ -1645,6 +1616,34 @@ def open_game_log(args, port):
     os.umask(umask)
     os.chmod(path, 0o666 & ~umask)  # as open() would make it: mkstemp's are the owner's alone
     return os.fdopen(fd, "wb"), path, True
+
+
+def reset_games(envs, seed):
+    """Every game's first observations of new episodes, checked (check_first_observations). Game i started
+    with seed --seed + i (--env_seed); another seed (a resumed run's) goes to it as seed + i in the reset
+    message, which the demo game reads and a game made with the plugin ignores: Godot RL Agents' protocol
+    has none."""
+    for i, game in enumerate(envs.games):
+        reseed = seed is not None and seed != envs.seed
+        game._send_as_json({"type": "reset", "seed": seed + i} if reseed else {"type": "reset"})
+    replies = [await_reply(game, envs.step_timeout) for game in envs.games]
+    check_first_observations(envs, replies)
+    return replies
+
+
+def step_games(envs, game_actions):
+    """Every game's reply to its agents' actions, and every agent's reward, done and info (a game made
+    with the plugin sends no info). Every game is sent its actions first, so the games simulate side by
+    side."""
+    start = 0
+    for game in envs.games:
+        game._send_as_json({"type": "action", "action": game_actions[start:start + game.num_envs]})
+        start += game.num_envs
+    replies = [await_reply(game, envs.step_timeout) for game in envs.games]
+    reward = np.array([r for reply in replies for r in reply["reward"]], dtype=np.float32)
+    done = np.array([d for reply in replies for d in reply["done"]], dtype=bool)
+    info = [i for reply in replies for i in reply.get("info", [{}] * len(reply["done"]))]
+    return replies, reward, done, info
 
 
 def await_reply(game, step_timeout):

@@ -73,7 +73,7 @@ def greedy(checkpoint, name):
 
     def policy(obs, rng):
         with torch.inference_mode():
-            rows = agent.get_greedy_action(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+            rows = agent.get_action(torch.as_tensor(obs, dtype=torch.float32), greedy=True).numpy()
         return [ppo_godot_multi_policy.to_game_action(row, action_heads) for row in rows]
 
     return policy

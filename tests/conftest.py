@@ -147,11 +147,12 @@ class LSTMScript(Script):
 
 
 class AsGameActions(gym.ActionWrapper):
-    """CartPole with the action space ppo_godot.py builds for a game of one discrete action."""
+    """CartPole with the action space ppo_godot.py builds for a game of one discrete action: its index,
+    as a float."""
 
     def __init__(self, env):
         super().__init__(env)
-        self.action_space = gym.spaces.MultiDiscrete([env.action_space.n])
+        self.action_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
 
     def action(self, action):
         return int(action[0])
@@ -210,7 +211,7 @@ class GodotScript(Script):
         return []
 
     def greedy_method(self):
-        return "get_greedy_action"
+        return "get_action"
 
     def evaluate(self, checkpoint, eval_episodes, seed, greedy=True):
         args = self.module.parse_args(self.user_argv() + ["--eval-checkpoint", str(checkpoint),
@@ -415,7 +416,7 @@ def assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=20
                for key, size in obs_space.items()}
         x = torch.tensor([sum((obs[key] for key in sorted(obs)), [])])
         with torch.no_grad():
-            expected = ppo_godot.to_game_action(agent.get_greedy_action(x)[0].numpy(), heads)
+            expected = ppo_godot.to_game_action(agent.get_action(x, greedy=True)[0].numpy(), heads)
         played = plugin_inference(session, obs, declared, older)
         assert list(played) == list(expected)
         for name, (kind, _) in action_space.items():

@@ -76,7 +76,7 @@ def test_the_engine_plays_the_exported_file_as_torch_does(kind, tmp_path):
     ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "the tests")
     played, _ = engine_plays(path, [as_get_obs(row, obs_layout) for row in rows], tmp_path)
     with torch.no_grad():
-        greedy = agent.get_greedy_action(torch.as_tensor(rows)).numpy()
+        greedy = agent.get_action(torch.as_tensor(rows), greedy=True).numpy()
     expected = [ppo_godot.to_game_action(action, action_heads) for action in greedy]
     assert len(played) == len(expected)
     inside = []

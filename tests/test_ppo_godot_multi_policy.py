@@ -263,10 +263,10 @@ def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_e
     rows[[0, 2]] = torch.randint(0, 256, (2, 36 * 36 * 3)).float()
     rows[1, :5] = torch.randn(5)
     with torch.no_grad():
-        action = agents.get_greedy_action(rows)
+        action = agents.get_action(rows, greedy=True)
         assert action.shape == (3, 2) and (action[[0, 2], 1] == 0).all()  # the watcher's row padded
-        assert torch.equal(action[[0, 2], :1], agents["watcher"].get_greedy_action(rows[[0, 2]]).float())
-        assert torch.equal(action[[1]], agents["mover"].get_greedy_action(rows[[1], :5]))
+        assert torch.equal(action[[0, 2], :1], agents["watcher"].get_action(rows[[0, 2]], greedy=True))
+        assert torch.equal(action[[1]], agents["mover"].get_action(rows[[1], :5], greedy=True))
     rollout = multi.argparse.Namespace(obs=np.zeros((4, 3, 36 * 36 * 3), np.float32),
                                            actions=np.zeros((4, 3, 2), np.float32), rewards=np.zeros((4, 3)),
                                            terminations=np.zeros((4, 3)), truncations=np.zeros((4, 3)),

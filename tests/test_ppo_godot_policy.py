@@ -19,13 +19,13 @@ def test_discrete_heads_match_categorical():
     action = agent.get_action(x)
     torch.manual_seed(1)  # torch.multinomial's draw from the same RNG state, head by head
     expected = torch.stack([torch.multinomial(h.probs, 1).squeeze(-1) for h in heads], dim=-1)
-    assert torch.equal(action, expected)
+    assert torch.equal(action, expected.float())  # each index as a float, as the game's action rows hold it
 
     logprob, entropy, value = agent.evaluate_actions(x, action)
     torch.testing.assert_close(logprob, sum(h.log_prob(action[:, i]) for i, h in enumerate(heads)))
     torch.testing.assert_close(entropy, sum(h.entropy() for h in heads))
     torch.testing.assert_close(value, agent.critic(x))
-    assert torch.equal(agent.get_greedy_action(x), torch.stack([h.probs.argmax(-1) for h in heads], dim=-1))
+    assert torch.equal(agent.get_action(x, greedy=True), torch.stack([h.probs.argmax(-1) for h in heads], dim=-1).float())
 
 
 def test_continuous_matches_normal():
@@ -39,7 +39,7 @@ def test_continuous_matches_normal():
     logprob, entropy, _ = agent.evaluate_actions(x, action)
     torch.testing.assert_close(logprob, normal.log_prob(action).sum(-1))
     torch.testing.assert_close(entropy, normal.entropy().sum(-1))
-    assert torch.equal(agent.get_greedy_action(x), agent.actor(x))
+    assert torch.equal(agent.get_action(x, greedy=True), agent.actor(x))
 
 
 def test_mixed_actions_in_declared_order():
@@ -63,6 +63,6 @@ def test_mixed_actions_in_declared_order():
     torch.testing.assert_close(logprob, move.log_prob(action[:, :2]).sum(-1) + weapon.log_prob(action[:, 2])
                                + aim.log_prob(action[:, 3:]).sum(-1))
     torch.testing.assert_close(entropy, move.entropy().sum(-1) + weapon.entropy() + aim.entropy().sum(-1))
-    greedy = agent.get_greedy_action(x)
+    greedy = agent.get_action(x, greedy=True)
     torch.testing.assert_close(greedy, torch.cat([move_mean, weapon.probs.argmax(-1, keepdim=True).float(),
                                                   aim_mean], dim=-1))

@@ -134,10 +134,10 @@ def test_a_waiting_policy_s_agents_act_with_the_snapshot_in_play_not_its_own_wei
     snapshot.load_state_dict(sp.in_play["left"]["weights"])
     x = torch.randn(4, 2)  # a step of the 4 agents
     with torch.no_grad():
-        action = agents.get_greedy_action(x)
-        assert torch.equal(action[:2], snapshot.get_greedy_action(x[:2]).float())  # left's agents: the snapshot
-        assert torch.equal(action[2:], agents["right"].get_greedy_action(x[2:]).float())  # the learner: its own
-        assert not torch.equal(action[:2], agents["left"].get_greedy_action(x[:2]).float())
+        action = agents.get_action(x, greedy=True)
+        assert torch.equal(action[:2], snapshot.get_action(x[:2], greedy=True))  # left's agents: the snapshot
+        assert torch.equal(action[2:], agents["right"].get_action(x[2:], greedy=True))  # the learner: its own
+        assert not torch.equal(action[:2], agents["left"].get_action(x[:2], greedy=True))
 
 
 def test_the_export_writes_each_policy_s_own_weights_not_the_snapshot_it_plays(tmp_path):

@@ -132,9 +132,9 @@ MULTI_POLICY = {
     "GodotVecEnv": {
         "each agent's row holds its own policy's keys, zero-padded to the widest policy's row; each action row "
         "its own policy's columns, floats for all": (
-            "polic", "read_layouts", "obs_keys", "width =", "discrete", "MultiDiscrete", "floats", "columns",
-            "self.num_envs =", "Every agent's row", "its bytes", "agents_obs", 'reply["obs"]',
-            "dtype=self.single_observation_space.dtype", "game_actions", "to_game_action")},
+            "polic", "read_layouts", "obs_keys", "width =", "floats", "columns", "self.num_envs =",
+            "Every agent's row", "its bytes", "agents_obs", 'reply["obs"]', "dtype=self.single_observation_space.dtype",
+            "to_game_action")},
     "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "mid_episode",
         "does not clip")},
@@ -201,7 +201,7 @@ ONLY_IN_MULTI_POLICY = {
 # only the learner updates, and below the banner the ratings, the settings and the state a checkpoint keeps
 SELF_PLAY = {
     "AgentPerPolicy": {"a waiting policy's agents play a snapshot of its past weights": (
-        "playing", "its_agent", "its_action", "past weights", "learn.", "never learn.")},
+        "playing", "its_agent", "self.agents[name].get_action(", "past weights", "learn.", "never learn.")},
     "train": {"who learns, and which snapshots play": (
         "self_play", "check_game(", "section 9", "One policy learns", "past weights", "continue",
         "run.guard(", "run.writer, device", "learns from its own agents' rows alone", "learns from its own (")},
