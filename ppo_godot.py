@@ -58,7 +58,8 @@ def parse_args(argv=None):
                    help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
     p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
     p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    p.add_argument("--torch-deterministic", default=True, **flag, help="make cuDNN deterministic (CPUs always are)")
+    p.add_argument("--torch-deterministic", default=True, **flag,
+                   help="make cuDNN deterministic (a CPU run repeats for the same --torch-threads)")
     p.add_argument("--cuda", default=False, **flag,
                    help="run the networks on the GPU; off by default: for 64-unit networks one CPU core is "
                         "faster, each tiny kernel costing more to launch than to run (benchmarks/README.md)")
@@ -331,20 +332,19 @@ class Agent(nn.Module):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
         actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
         hidden = self.encode(x)  # once, for the actor and the critic
-        logprob, entropy, column = 0, 0, 0
-        for (kind, size), dist in zip(self.heads, self.action_distributions(hidden)):
+        logprob, entropy = 0, 0
+        columns = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
+        for (kind, _), dist, a in zip(self.heads, self.action_distributions(hidden), columns):
             if kind == "discrete":
                 log_pi = dist
-                logprob = logprob + log_pi.gather(-1, action[..., column:column + 1].long()).squeeze(-1)
+                logprob = logprob + log_pi.gather(-1, a.long()).squeeze(-1)
                 entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
-                column += 1
             else:
                 action_mean, action_logstd = dist
                 # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
-                z = (action[..., column:column + size] - action_mean) / action_logstd.exp()
+                z = (a - action_mean) / action_logstd.exp()
                 logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
                 entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
-                column += size
         return logprob, entropy, self.critic(hidden)
 
 
@@ -399,7 +399,7 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device)
 # ================================================================================================
 def rollout_logprobs_and_values(agent, storage, next_obs, device):
     """log pi_old(a_t|s_t), V(s_t) of every row, and V(next_obs). CleanRL computes them in the rollout, step
-    by step; the policy has not changed since, so one forward over all rows gives them at one step's cost."""
+    by step; the policy has not changed since, so one batched forward over all rows gives the same, in less time."""
     with torch.inference_mode():
         logprobs, _, values = agent.evaluate_actions(
             torch.as_tensor(storage.obs, device=device), torch.as_tensor(storage.actions, device=device))
@@ -442,7 +442,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     clipfracs = []
     stop_early = False
     for epoch in range(args.update_epochs):
-        # a new order every epoch: the buffer holds the rollout in time order, and neighbouring steps correlate
+        # a new order every epoch: cut in order, each minibatch would be one stretch of the rollout's time
         for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
             logratio = newlogprob - b_logprobs[mb_inds]

@@ -58,7 +58,8 @@ def parse_args(argv=None):
                    help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
     p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
     p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    p.add_argument("--torch-deterministic", default=True, **flag, help="make cuDNN deterministic (CPUs always are)")
+    p.add_argument("--torch-deterministic", default=True, **flag,
+                   help="make cuDNN deterministic (a CPU run repeats for the same --torch-threads)")
     p.add_argument("--cuda", default=False, **flag,
                    help="run the networks on the GPU; off by default: for 64-unit networks one CPU core is "
                         "faster, each tiny kernel costing more to launch than to run (benchmarks/README.md)")

@@ -47,7 +47,8 @@ def parse_args(argv=None):
                    help="name of the run; the log folder is {log_dir}/{env_id}__{exp_name}__{seed}__{time}")
     p.add_argument("--log-dir", default="runs", help="the folder of the runs' log folders")
     p.add_argument("--seed", type=int, default=1, help="seed of python, numpy, torch and the envs")
-    p.add_argument("--torch-deterministic", default=True, **flag, help="make cuDNN deterministic (CPUs always are)")
+    p.add_argument("--torch-deterministic", default=True, **flag,
+                   help="make cuDNN deterministic (a CPU run repeats for the same --torch-threads)")
     p.add_argument("--cuda", default=False, **flag,
                    help="run the networks on the GPU; off by default: for 64-unit networks one CPU core is "
                         "faster, each tiny kernel costing more to launch than to run (benchmarks/README.md)")
@@ -244,7 +245,7 @@ def collect_rollout(envs, agent, storage, next_obs, next_done, global_step, writ
 # ================================================================================================
 def rollout_logprobs_and_values(agent, storage, next_obs, device):
     """log pi_old(a_t|s_t), V(s_t) of every row, and V(next_obs). CleanRL computes them in the rollout, step
-    by step; the policy has not changed since, so one forward over all rows gives them at one step's cost."""
+    by step; the policy has not changed since, so one batched forward over all rows gives the same, in less time."""
     with torch.inference_mode():
         logprobs, _, values = agent.evaluate_actions(
             torch.as_tensor(storage.obs, device=device), torch.as_tensor(storage.actions, device=device))
@@ -326,7 +327,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     clipfracs = []
     stop_early = False
     for epoch in range(args.update_epochs):
-        # a new order every epoch: the buffer holds the rollout in time order, and neighbouring steps correlate
+        # a new order every epoch: cut in order, each minibatch would be one stretch of the rollout's time
         for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
 
