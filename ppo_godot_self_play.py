@@ -397,8 +397,8 @@ class Agent(nn.Module):
 class AgentPerPolicy(nn.Module):
     """An Agent per policy name, playing every agent of the game: each agent's row goes to its policy's
     Agent, cut to that policy's width, and the actions come back as one row per agent, padded to the
-    widest policy's columns. agents[name] is the policy's Agent. frozen_weights: {name: saved weights,
-    or None when --resume brings them} of the policies of --frozen-policy, which act and never learn.
+    widest policy's columns. agents[name] is the policy's Agent. frozen_weights: {name: the weights of its
+    --frozen-policy file (None on --resume: the checkpoint brings them)}: those policies act and never learn.
     playing: {name: another Agent that acts for the policy's agents instead}: a snapshot of the policy's
     past weights, while another policy learns (SelfPlay, section 7)."""
 
