@@ -288,7 +288,8 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     clipfracs = []
     stop_early = False
     for epoch in range(args.update_epochs):
-        # a new order every epoch: cut in order, each minibatch would be one stretch of the rollout's time
+        # a new order every epoch: cut in order, a minibatch is one stretch of the rollout's time, and each
+        # epoch would take the same minibatches in the same order
         for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
             logratio = newlogprob - b_logprobs[mb_inds]

@@ -19,8 +19,8 @@ are the ELO ratings (Ratings: who won each episode), the settings' checks, and t
 a checkpoint keeps for --resume. Everything else is ppo_godot_multi_policy.py: read it down to the
 plumbing banner (section 9).
 A game resets a finished agent one of two ways:
-  1. Like gymnasium (the demo game): it sends the final observation with done and resets the agent
-     on the next action, marking that step info["autoreset"]: no transition, left out of the update.
+  1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on
+     the next action; every info holds "autoreset", true on that step: no transition, left out of the update.
      A time-out (info["truncated"]) bootstraps from V(final observation).
   2. Like the official plugin: on the spot, so the observation sent with done is already the next
      episode's first; every step is a transition, and every end counts as terminal.
@@ -245,7 +245,7 @@ def make_envs(args):
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, then clipped
-    to +-10 (ppo.py's, gymnasium's wrapper, does not clip), for the games' vector env, with one statistic
+    to +-10 (the gymnasium wrapper ppo.py uses does not), for the games' vector env, with one statistic
     per policy (its rewards have a scale of their own). G restarts at every episode end, and an autoreset
     step (no transition) is left out. The logged returns stay the game's own."""
 
@@ -359,10 +359,10 @@ class Agent(nn.Module):
         return dists
 
     def get_action(self, x, greedy=False):
-        """a_t ~ pi(.|s_t); greedy: the most likely action (each Gaussian's mean, each discrete argmax). A
-        Gaussian samples mean + std * z, z ~ N(0, I), unclipped. A discrete action samples argmax(pi / E),
-        E ~ Exp(1): choice a wins with probability pi(a|s), as in torch.multinomial, without its input
-        checks (which cost more than the forward). The row: a discrete action's index, as a float."""
+        """a_t ~ pi(.|s_t), or with greedy the most likely action, as a row (a discrete action's index as a float).
+        A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
+        which picks a with probability pi(a|s): torch.multinomial's draw without its input checks (which cost
+        more than the forward)."""
         columns = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(self.encode(x))):
             if kind == "discrete":
@@ -534,7 +534,8 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     clipfracs = []
     stop_early = False
     for epoch in range(args.update_epochs):
-        # a new order every epoch: cut in order, each minibatch would be one stretch of the rollout's time
+        # a new order every epoch: cut in order, a minibatch is one stretch of the rollout's time, and each
+        # epoch would take the same minibatches in the same order
         for mb_inds in torch.randperm(len(b_obs)).tensor_split(args.num_minibatches):
             newlogprob, entropy, newvalue = agent.evaluate_actions(b_obs[mb_inds], b_actions[mb_inds])
             logratio = newlogprob - b_logprobs[mb_inds]
@@ -825,8 +826,8 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--speedup", type=int, default=None,
                    help="game time runs this many times faster; unset: the game's own")
     p.add_argument("--framerate", type=int, default=60,
-                   help="physics frames per game second (Godot's --fixed-fps), as fast as training goes; "
-                        "0: real time")
+                   help="frames per game second, run as fast as training goes instead of with the clock (Godot's "
+                        "--fixed-fps; the physics step stays the game's own); 0: real time")
     p.add_argument("--show-window", default=False, **flag, help="render the game in a window")
     p.add_argument("--godot-version", type=int, choices=[3, 4], default=4,
                    help="the engine the game was exported with, for how to start it without a window: 4 passes "

@@ -137,7 +137,7 @@ MULTI_POLICY = {
             "to_game_action")},
     "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "mid_episode",
-        "does not clip")},
+        "does not)")},
     "collect_rollout": {"an episode's tags and its printed line end in its agent's policy name": (
         "tag", "charts/episodic_", "global_step={global_step}, episodic_return")},
     "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
