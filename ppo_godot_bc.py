@@ -228,7 +228,7 @@ def make_envs(args):
 
 class NormalizeReward:
     """Rewards divided by a running std of the discounted return G_t = r_t + gamma G_{t-1}, then clipped
-    to +-10 (the gymnasium wrapper ppo.py uses does not), for the games' vector env. G restarts at every
+    to +-10 (ppo.py's subclass of gymnasium's wrapper does not), for the games' vector env. G restarts at every
     episode end, and an autoreset step (no transition) is left out. The logged returns stay the game's own."""
 
     def __init__(self, envs, gamma):
