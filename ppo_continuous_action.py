@@ -392,11 +392,11 @@ def train(args):
     envs = make_envs(args, run.name)
     agent = Agent(int(np.prod(envs.single_observation_space.shape)),
                   int(np.prod(envs.single_action_space.shape))).to(device)
-    # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
+    # fused=True: Adam's arithmetic in one fused kernel instead of several small ops per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     storage = make_storage(args, envs)
 
-    # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
+    # Leaving this block saves the run: at the end (unless --save-model false), on Ctrl-C, kill, a fault or a crash
     with run.guard(envs, agent, optimizer):
         # s_0: new episodes from envs.reset(seed=args.seed + global_step), or those --resume saved
         next_obs, next_done, global_step = run.start()

@@ -299,8 +299,8 @@ class Agent(nn.Module):
         return self.critic(self.encode(x))
 
     def action_distributions(self, hidden):
-        """pi(.|s) from hidden = encode(s), the one place the policy's distribution is defined: for each
-        action, a discrete one's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
+        """pi(.|s)'s parameters from hidden = encode(s), computed here alone (get_action and evaluate_actions
+        use them): a discrete action's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
         outputs = self.actor(hidden).split([size for _, size in self.heads], dim=-1)
         dists, logstd_column = [], 0
         for (kind, size), output in zip(self.heads, outputs):
@@ -521,11 +521,11 @@ def train(args):
     args.num_iterations = max(1, args.total_timesteps // args.batch_size)  # rollouts, each then an update
     check_game(args, envs)  # section 9: the batch splits into minibatches; the layouts an export needs
     agent = Agent(envs.obs_layout, envs.action_heads).to(device)
-    # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
+    # fused=True: Adam's arithmetic in one fused kernel instead of several small ops per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     storage = make_storage(args, envs)
 
-    # Any way out of this block (the end, Ctrl-C, kill, a fault, a crash) saves the run
+    # Leaving this block saves the run: at the end (unless --save-model false), on Ctrl-C, kill, a fault or a crash
     with run.guard(envs, agent, optimizer):
         # s_0: new episodes from envs.reset(seed=args.seed + global_step), a resumed run's too (a game saves none)
         next_obs, global_step = run.start()

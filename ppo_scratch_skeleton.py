@@ -399,7 +399,7 @@ def train(args):
     writer = SummaryWriter(run_dir)  # ppo.py's Run (its plumbing) does this and much more
     envs = make_envs(args, run_name)
     agent = Agent(int(np.prod(envs.single_observation_space.shape)), envs.single_action_space.n).to(device)
-    # fused=True: one kernel for the whole Adam step instead of several per tensor (~30% faster here)
+    # fused=True: Adam's arithmetic in one fused kernel instead of several small ops per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
     storage = make_storage(args, envs)
 
