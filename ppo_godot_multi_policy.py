@@ -129,15 +129,10 @@ class GodotVecEnv:
         self.seed, self.step_timeout = args.seed, args.step_timeout  # for section 9's messages
         # Agents of one policy name share a network: start_games has checked that they share spaces
         self.policies, self.agent_policy = read_policies(self.games)  # {name: policy}, each agent's policy
-        obs_keys = [key for policy in self.policies.values() for key in policy.obs_keys]
-        if all(is_camera(key) for key in obs_keys):  # uint8 rows, a quarter of float32's bytes
-            dtype, low, high = np.uint8, 0, 255  # (36 x 36 RGB: 3,888)
-        else:  # float32: vectors as sent, and any camera's pixels as floats 0-255
-            dtype, low, high = np.float32, -np.inf, np.inf
         width = max(policy.width for policy in self.policies.values())  # each row zero-padded to the widest
-        self.single_observation_space = gym.spaces.Box(low, high, (width,), dtype)
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
         for policy in self.policies.values():  # what pads its rows: nothing for the widest
-            policy.padding = [np.zeros(width - policy.width, dtype)] if policy.width < width else []
+            policy.padding = [np.zeros(width - policy.width, np.float32)] if policy.width < width else []
         # floats: each discrete action's index (exact in a float), each continuous one's values, padded
         # to the widest policy's columns
         columns = max(policy.columns for policy in self.policies.values())
@@ -145,18 +140,16 @@ class GodotVecEnv:
         self.num_envs = len(self.agent_policy)
 
     def observations(self, replies):
-        """Every agent's row: its policy's keys' values joined in obs_layout's order, a camera's hex string
-        turned into its bytes, then the padding."""
+        """Every agent's row: its policy's keys' values joined in obs_layout's order, then the padding."""
         agents_obs = (obs for reply in replies for obs in reply["obs"])
         with observation_errors(self, replies):  # section 9: a value unlike its declaration gets one line
-            return np.array([np.concatenate([np.frombuffer(bytes.fromhex(obs[key]), np.uint8) if is_camera(key)
-                                             else obs[key] for key in policy.obs_keys] + policy.padding)
+            return np.array([np.concatenate([obs[key] for key in policy.obs_keys] + policy.padding)
                              for obs, policy in zip(agents_obs, self.agent_policy)],
                             dtype=self.single_observation_space.dtype)
 
     def reset(self, seed=None):
         """The first observations of new episodes in every game (a resumed run's seed: reset_games)."""
-        replies = reset_games(self, seed)  # section 9: checked: the keys declared, and no blank camera
+        replies = reset_games(self, seed)  # section 9: checked: the keys declared
         return self.observations(replies), {}
 
     def step(self, actions):
@@ -174,19 +167,13 @@ class GodotVecEnv:
         close_games(self)  # section 9: each game told, and its process ended
 
 
-def is_camera(key):
-    """A key whose value is an image: the plugin names its camera sensors' keys with "2d"."""
-    return "2d" in key
-
-
 def read_layouts(game, agent):
     """One agent's row and action, from its game's spaces. obs_layout: each key (sorted, as godot-rl's
-    Dict space sorts them) with its shape, a camera's (H, W, C) as its bytes come, though declared [C, H, W].
+    Dict space sorts them) with its shape (size,).
     action_heads: each action (name, "discrete", n) or (name, "continuous", size) in the game's declared
     order (env_info's; godot-rl's Dict space sorts them), the order the plugin reads an ONNX model's output."""
     space = game.observation_spaces[agent]
-    obs_layout = [(key, (*space[key].shape[1:], space[key].shape[0]) if is_camera(key) else space[key].shape)
-                  for key in sorted(space.spaces)]
+    obs_layout = [(key, space[key].shape) for key in sorted(space.spaces)]
     declared = game.env_info["action_space"]
     declared = declared[agent] if isinstance(declared, list) else declared  # one entry per agent, or one for all
     action_heads = [(name, spec["action_type"], int(spec["size"])) for name, spec in declared.items()]
@@ -273,8 +260,8 @@ class NormalizeReward:
 
 
 # ================================================================================================
-# 3. Network: a CNN per camera, shared by the separate 64-64 tanh actor and critic; a categorical head
-#    per discrete action and a diagonal Gaussian per continuous one, in the game's declared order; an
+# 3. Network: separate 64-64 tanh actor and critic; a categorical head per discrete action and a
+#    diagonal Gaussian per continuous one, in the game's declared order; an
 #    Agent per policy name (AgentPerPolicy)
 # ================================================================================================
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
@@ -283,28 +270,15 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
     return layer
 
 
-def camera_encoder(height, width, channels):
-    """Pixels in [0, 1], (N, C, H, W) -> 256 features (CleanRL's Atari network: 512). Nature DQN's
-    convolutions: 36 x 36 is the smallest image they take (36 -> 8 -> 3 -> 1 pixels a side), the
-    plugin's minimum too; 84 x 84 (Atari's) leaves 7 x 7."""
-    convolutions = nn.Sequential(
-        layer_init(nn.Conv2d(channels, 32, 8, stride=4)), nn.ReLU(),
-        layer_init(nn.Conv2d(32, 64, 4, stride=2)), nn.ReLU(),
-        layer_init(nn.Conv2d(64, 64, 3, stride=1)), nn.ReLU(), nn.Flatten())
-    n_flat = convolutions(torch.zeros(1, channels, height, width)).shape[1]
-    return nn.Sequential(convolutions, layer_init(nn.Linear(n_flat, 256)), nn.ReLU())
-
-
 class Agent(nn.Module):
-    """obs_layout: the row's keys in order, each (name, shape): a vector key's (n,), a camera's (H, W, C).
+    """obs_layout: the row's keys in order, each (name, (size,)): the row is their values, joined.
     action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
     "continuous", size). An action is a row: one column (the index) per discrete one, size per continuous."""
 
     def __init__(self, obs_layout, action_heads):
         super().__init__()
         self.obs_layout = [(key, tuple(shape)) for key, shape in obs_layout]
-        self.cameras = nn.ModuleDict({key: camera_encoder(*shape) for key, shape in self.obs_layout if is_camera(key)})
-        obs_dim = sum(256 if key in self.cameras else shape[0] for key, shape in self.obs_layout)
+        obs_dim = sum(shape[0] for _, shape in self.obs_layout)
         self.heads = [(kind, size) for _, kind, size in action_heads]
         # the actor's output, action by action: a discrete action's n logits, a continuous one's means
         n_outputs = sum(size for _, size in self.heads)
@@ -326,24 +300,13 @@ class Agent(nn.Module):
             layer_init(nn.Linear(64, n_outputs), std=0.01),  # near-uniform policy at the start
         )
 
-    def encode(self, x):
-        """Observation rows -> the heads' input: vector keys as they are, each camera through its CNN."""
-        if not self.cameras:  # vectors only: the row itself
-            return x
-        parts = list(x.float().split([math.prod(shape) for _, shape in self.obs_layout], dim=-1))
-        for i, (key, shape) in enumerate(self.obs_layout):
-            if key in self.cameras:  # (..., H*W*C) pixels -> (N, C, H, W) in [0, 1], N all leading dims -> (..., 256)
-                images = parts[i].reshape(-1, *shape).permute(0, 3, 1, 2) / 255.0
-                parts[i] = self.cameras[key](images).reshape(*x.shape[:-1], -1)
-        return torch.cat(parts, dim=-1)
-
     def get_value(self, x):
-        return self.critic(self.encode(x))
+        return self.critic(x)
 
-    def action_distributions(self, hidden):
-        """pi(.|s)'s parameters from hidden = encode(s), computed here alone (get_action and evaluate_actions
-        use them): a discrete action's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
-        outputs = self.actor(hidden).split([size for _, size in self.heads], dim=-1)
+    def action_distributions(self, x):
+        """pi(.|s)'s parameters, computed here alone (get_action and evaluate_actions use them): a discrete
+        action's log pi of every choice, a continuous one's Gaussian (mean, log std)."""
+        outputs = self.actor(x).split([size for _, size in self.heads], dim=-1)
         dists, logstd_column = [], 0
         for (kind, size), output in zip(self.heads, outputs):
             if kind == "discrete":
@@ -360,7 +323,7 @@ class Agent(nn.Module):
         which picks a with probability pi(a|s): torch.multinomial's draw without its input checks (which cost
         more than the forward)."""
         columns = []
-        for (kind, _), dist in zip(self.heads, self.action_distributions(self.encode(x))):
+        for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
                 choice = dist if greedy else dist.exp() / torch.empty_like(dist).exponential_()
                 columns.append(choice.argmax(dim=-1, keepdim=True).float())
@@ -373,10 +336,9 @@ class Agent(nn.Module):
     def evaluate_actions(self, x, action):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
         actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
-        hidden = self.encode(x)  # once, for the actor and the critic
         logprob, entropy = 0, 0
         columns = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
-        for (kind, _), dist, a in zip(self.heads, self.action_distributions(hidden), columns):
+        for (kind, _), dist, a in zip(self.heads, self.action_distributions(x), columns):
             if kind == "discrete":
                 log_pi = dist
                 logprob = logprob + log_pi.gather(-1, a.long()).squeeze(-1)
@@ -387,7 +349,7 @@ class Agent(nn.Module):
                 z = (a - action_mean) / action_logstd.exp()
                 logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
                 entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
-        return logprob, entropy, self.critic(hidden)
+        return logprob, entropy, self.critic(x)
 
 
 class AgentPerPolicy(nn.Module):
@@ -1580,15 +1542,19 @@ def game_problem(games):
                         f"{first_agent[name][0][0]}, {first_agent[name][0][1]}): agents of one policy name "
                         f"({name!r}) share a network, so they must observe and act alike; give the others a "
                         f"policy name of their own")
-            for key, space in spaces[0].items():  # a camera declares [C, H, W], as the plugin's do
-                shape = list(space.shape)
-                if len(shape) != (3 if is_camera(key) else 1):
-                    return (f"the observation {key!r} is declared with the shape {shape}: a camera key "
-                            f"(\"2d\" in its name) needs [channels, height, width], any other key [size]")
-                if is_camera(key) and min(shape[1:]) < 36:
-                    return (f"the camera {key!r} is {shape[1]} x {shape[2]} pixels: the CNN takes at least "
-                            f"36 x 36, as the plugin's camera sensors do")
+            for key, space in spaces[0].items():
+                if is_camera(key):
+                    return (f"the observation {key!r} is a camera (\"2d\" in its name): {os.path.basename(__file__)} "
+                            f"takes vector observations; ppo_godot_camera.py trains a game with cameras")
+                if len(space.shape) != 1:
+                    return (f"the observation {key!r} is declared with the shape {list(space.shape)}: a vector key "
+                            f"needs [size]")
     return None
+
+
+def is_camera(key):
+    """A key whose value is an image: the plugin names its camera sensors' keys with "2d"."""
+    return "2d" in key
 
 
 def connect(args, port, seed, procs):
@@ -1674,25 +1640,13 @@ def await_reply(game, step_timeout):
 
 
 def check_first_observations(envs, replies):
-    """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared. A camera
-    that sends the same colour in every pixel of every agent's first image renders nothing."""
+    """The plugin feeds every key of get_obs() to an ONNX model: they must be those declared."""
     for (game, agent, obs), policy in zip(agents_of(envs, replies), envs.agent_policy):
         if set(obs) != set(policy.obs_keys):
             raise GameError(f"the game on port {game.port} sends the observation keys {sorted(obs)} but "
                             f"declares {policy.obs_keys} in its observation space (get_obs_space): the two "
                             f"must match, or its ONNX model will refuse the observations in play")
     check_observations(envs, replies)  # each value as declared: later steps are checked only when one cannot be read
-    obs_rows = envs.observations(replies)
-    for policy in envs.policies.values():
-        column = 0
-        for key, shape in policy.obs_layout:
-            values = obs_rows[policy.agent_ids, column:column + math.prod(shape)]
-            column += math.prod(shape)
-            pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
-            if is_camera(key) and (pixels == pixels[:, :1]).all():
-                raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from "
-                                f"every agent: the engine renders nothing. A camera needs a window: give "
-                                f"--show-window, and on a machine without a display run under xvfb-run -a")
 
 
 def agents_of(envs, replies):
@@ -1711,26 +1665,14 @@ def observation_errors(envs, replies):
 
 
 def check_observations(envs, replies):
-    """Each agent sends each key as its space declares it: a camera key the hex of H x W x C bytes, a
-    vector key a list of its size; else one line that names the key (GameError)."""
+    """Each agent sends each key as its space declares it, a list of its size; else one line that names
+    the key (GameError)."""
     for (game, agent, obs), policy in zip(agents_of(envs, replies), envs.agent_policy):
         for key, shape in policy.obs_layout:
-            value, declared = obs.get(key), list(game.observation_spaces[agent][key].shape)
+            value = obs.get(key)
             where = f"agent {agent} of the game on port {game.port} sends {key!r}"
-            if is_camera(key):
-                if not isinstance(value, str):  # a game in the plugin's ONNX mode sends floats: see the docs
-                    raise GameError(f"{where} as a {type(value).__name__}, not the hex string of an image's "
-                                    f"bytes that training reads (declared {declared})")
-                try:
-                    n_bytes = len(bytes.fromhex(value))
-                except ValueError:
-                    raise GameError(f"{where} as {value[:20]!r}..., which is not hex "
-                                    f"(declared {declared})") from None
-                if n_bytes != math.prod(shape):
-                    raise GameError(f"{where} as {n_bytes} bytes, but declares the shape {declared}: "
-                                    f"{math.prod(shape)} bytes (H x W x C = {' x '.join(map(str, shape))})")
-            elif not (isinstance(value, list) and len(value) == shape[0]
-                      and all(isinstance(v, (int, float)) for v in value)):
+            if not (isinstance(value, list) and len(value) == shape[0]
+                    and all(isinstance(v, (int, float)) for v in value)):
                 raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
 
 
@@ -1812,8 +1754,7 @@ def game_errors(doing):
 # ------------------------------------------------------------------------------------------------
 class OnnxPolicy(nn.Module):
     """What the plugin's ONNX inference feeds and reads: one input per observation key, named after
-    it, float [1, size] (a camera's: its H x W x C pixels as floats 0-255, in the bytes' order,
-    reshaped and scaled by the model), plus state_ins; out come `output`, the actions in the game's
+    it, float [1, size], plus state_ins; out come `output`, the actions in the game's
     declared order (a discrete action's log probabilities, shifted so that the largest is 1; a continuous
     action's mean, followed by its log std when the game mixes both kinds, as the plugin's ONNX wrapper
     then expects), and
@@ -1829,7 +1770,7 @@ class OnnxPolicy(nn.Module):
         *obs_parts, state_ins = inputs  # the observation keys in training's (sorted) order
         x = torch.cat(obs_parts, dim=-1)  # an observation row, as in training
         output = []
-        for (kind, _), dist in zip(self.agent.heads, self.agent.action_distributions(self.agent.encode(x))):
+        for (kind, _), dist in zip(self.agent.heads, self.agent.action_distributions(x)):
             if kind == "discrete":
                 # log pi + a constant: the logits' argmax and softmax; an older plugin's argmax (before its
                 # commit fda220a) starts at 0 and so needs a largest output above 0
@@ -1875,11 +1816,6 @@ GDSCRIPT_ACTIVATIONS = {nn.Tanh: "tanh(%s)", nn.ReLU: "max(0.0, %s)"}
 
 def gdscript_problem(obs_layout, action_heads, actor=None):
     """Why the export cannot write this policy as GDScript, or None."""
-    cameras = [key for key, _ in obs_layout if is_camera(key)]
-    if cameras:
-        return (f"--gdscript-export-path: the observation key {cameras[0]!r} is a camera, and a CNN is no job for "
-                f"GDScript (36 x 36 pixels: ~740,000 multiply-adds a decision, the 64-64 MLP's ~6,000): ship a "
-                f"camera policy with --onnx-export-path")
     for name in [key for key, _ in obs_layout] + [name for name, _, _ in action_heads]:
         if any(ord(c) > 0xFFFF for c in name):  # GDScript 3 reads \\u escapes of four digits only
             return f"--gdscript-export-path: the name {name!r} holds a character beyond U+FFFF: rename it in the game"

@@ -8,7 +8,8 @@ each twice: headless (Debian's godot3-server, which draws nothing) and windowed 
 on the same CPU cores as the games and the trainer). Every run has the same agent-steps and flags
 otherwise, so more games mean a larger batch (16 x games x --num-steps 64) and fewer updates.
 Reports agent-steps per second and the return reached per wall-clock second, and a camera game
-(which a headless engine cannot draw) windowed at 1, 2, 4 and 8 games, one seed, speed only.
+(which a headless engine cannot draw; ppo_godot_camera.py) windowed at 1, 2, 4 and 8 games, one seed,
+speed only.
 Writes benchmarks/results/godot_headless_windowed.md and benchmarks/figures/godot_headless_windowed.png.
 
 Prediction, written before the first run: on this 2-core machine, the games and the trainer share two
@@ -46,12 +47,12 @@ def launcher(folder, name, extra=""):
     return path
 
 
-def train(env_path, games, seed, total_timesteps, port, windowed):
+def train(env_path, games, seed, total_timesteps, port, windowed, script="ppo_godot.py"):
     """One run: its agent-steps/s, the last 100 episodes' mean return, its wall seconds, and its curve
     of (wall seconds since the command started, running mean of 100 episodes)."""
     with tempfile.TemporaryDirectory() as workdir:
         started = time.time()
-        subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(env_path), "--godot-version",
+        subprocess.run([sys.executable, str(REPO / script), "--env-path", str(env_path), "--godot-version",
                         "3", "--n-parallel", str(games), "--seed", str(seed), "--port", str(port),
                         "--total-timesteps", str(total_timesteps), *(["--show-window"] if windowed else [])],
                        cwd=workdir, check=True, stdout=subprocess.DEVNULL)
@@ -137,7 +138,7 @@ def main():
         if args.camera_timesteps:
             camera_path = launcher(folder, "chase_camera", "--observation=camera")
             for n in GAMES:
-                camera[n] = train(camera_path, n, 1, args.camera_timesteps, args.port, True)["sps"]
+                camera[n] = train(camera_path, n, 1, args.camera_timesteps, args.port, True, "ppo_godot_camera.py")["sps"]
                 print(f"camera windowed {n} games: {camera[n]:,.0f} agent-steps/s", flush=True)
 
     command = (f'xvfb-run -a -s "-screen 0 640x480x24" python benchmarks/godot_headless_windowed.py --seeds {args.seeds} '

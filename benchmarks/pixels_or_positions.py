@@ -1,6 +1,6 @@
-"""Pixels or positions: ppo_godot.py on the Chase game from its camera (chase_camera: a 36 x 36 RGB
-image of the arena, no positions) and from its position vector (chase_discrete: 4 floats), with the
-same seeds and flags; and where the camera run's time goes.
+"""Pixels or positions: the Chase game from its camera (chase_camera: a 36 x 36 RGB image of the arena, no
+positions) with ppo_godot_camera.py, and from its position vector (chase_discrete: 4 floats) with ppo_godot.py,
+with the same seeds and flags; and where the camera run's time goes.
 
     xvfb-run -a python benchmarks/pixels_or_positions.py --seeds 3 --total-timesteps 300000
 
@@ -29,16 +29,17 @@ import torch
 from common import REPO, episode_curve, plot_returns, read_run, running_mean, write_table
 
 sys.path.insert(0, str(REPO))
-import ppo_godot  # noqa: E402
+import ppo_godot_camera  # noqa: E402  (its env and Agent take both games)
 
 GAMES = {"positions": REPO / "godot" / "chase" / "chase_discrete.x86_64",
          "camera": REPO / "godot" / "chase" / "chase_camera.x86_64"}
+SCRIPTS = {"positions": "ppo_godot.py", "camera": "ppo_godot_camera.py"}
 WINDOW = 200  # episodes in a running mean
 
 
 def train(kind, seed, args):
     with tempfile.TemporaryDirectory() as workdir:
-        subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(GAMES[kind]), "--seed", str(seed),
+        subprocess.run([sys.executable, str(REPO / SCRIPTS[kind]), "--env-path", str(GAMES[kind]), "--seed", str(seed),
                         "--port", str(args.port), "--total-timesteps", str(args.total_timesteps),
                         *shlex.split(args.ppo_args)], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
         acc = read_run(next(Path(workdir).glob("runs/*")))
@@ -56,7 +57,7 @@ def first_crossing(curves, threshold):
 def time_split(kind, port, steps=300):
     """Milliseconds per step of 16 agents: the game's share, decoding, the policy's forward; and one
     update of a 64-step rollout."""
-    envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", str(GAMES[kind]), "--port", str(port)]))
+    envs = ppo_godot_camera.GodotVecEnv(ppo_godot_camera.parse_args(["--env-path", str(GAMES[kind]), "--port", str(port)]))
     try:
         envs.reset()
         game, replies, start = envs.games[0], [], None
@@ -64,7 +65,7 @@ def time_split(kind, port, steps=300):
             if step == 20:  # start-up left out
                 start = time.perf_counter()
             game._send_as_json({"type": "action", "action": [{"move": int(m)} for m in np.random.randint(0, 5, 16)]})
-            replies.append(ppo_godot.await_reply(game, 10))
+            replies.append(ppo_godot_camera.await_reply(game, 10))
         game_ms = (time.perf_counter() - start) / steps * 1000
         # the camera game's own clock: drawing and reading the image back, then hex-encoding it
         drawing_ms, hex_ms = (np.mean([reply["info"][0].get("camera_usec", [0, 0]) for reply in replies[20:]], axis=0)
@@ -77,22 +78,22 @@ def time_split(kind, port, steps=300):
         rows = [envs.observations([reply]) for reply in replies[20:]]
         decode_ms = (time.perf_counter() - start) / steps * 1000
         torch.manual_seed(0)
-        agent = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
+        agent = ppo_godot_camera.Agent(envs.obs_layout, envs.action_heads)
         start = time.perf_counter()
         with torch.inference_mode():
             for row in rows:
                 agent.get_action(torch.as_tensor(row, dtype=torch.float32))
         forward_ms = (time.perf_counter() - start) / steps * 1000
-        ppo_args = ppo_godot.parse_args([])
+        ppo_args = ppo_godot_camera.parse_args([])
         ppo_args.num_envs, ppo_args.num_steps = 16, 64
-        storage = ppo_godot.make_storage(ppo_args, envs)
+        storage = ppo_godot_camera.make_storage(ppo_args, envs)
         storage.obs[:] = np.stack([rows[i % len(rows)] for i in range(64)])
         storage.is_transition[:] = True
         optimizer = torch.optim.Adam(agent.parameters(), lr=1e-4, eps=1e-5, fused=True)
         zeros = np.zeros((64, 16), dtype=np.float32)
         start = time.perf_counter()
         advantages = np.random.randn(64, 16).astype(np.float32)
-        ppo_godot.ppo_update(ppo_args, agent, optimizer, storage, zeros, zeros, advantages, zeros, "cpu")
+        ppo_godot_camera.ppo_update(ppo_args, agent, optimizer, storage, zeros, zeros, advantages, zeros, "cpu")
         update_ms = (time.perf_counter() - start) * 1000
     finally:
         envs.close()
@@ -102,7 +103,7 @@ def time_split(kind, port, steps=300):
 
 def picture(port):
     """The game's window (agent 0's arena, drawn 8x larger) beside the 36 x 36 image its camera sends,
-    decoded as ppo_godot.py decodes it."""
+    decoded as ppo_godot_camera.py decodes it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -112,9 +113,9 @@ def picture(port):
         screenshot = Path(workdir) / "window.png"
         proc = subprocess.Popen([str(GAMES["camera"]), f"--port={port}", f"--screenshot={screenshot}"],
                                 start_new_session=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        game = ppo_godot.GuardedGodotEnv(port, proc, 60)
+        game = ppo_godot_camera.GuardedGodotEnv(port, proc, 60)
         game._send_as_json({"type": "reset"})
-        reply = ppo_godot.await_reply(game, 10)
+        reply = ppo_godot_camera.await_reply(game, 10)
         image = np.frombuffer(bytes.fromhex(reply["obs"][0]["camera_2d"]), np.uint8).reshape(36, 36, 3)
         game._send_as_json({"type": "close"})
         proc.wait(timeout=10)
@@ -123,7 +124,7 @@ def picture(port):
     left.imshow(window)
     left.set_title(f"the game's window ({window.shape[1]} x {window.shape[0]})", fontsize=9)
     right.imshow(image, interpolation="nearest")
-    right.set_title("what agent 0's camera sends (36 x 36 RGB),\ndecoded by ppo_godot.py", fontsize=9)
+    right.set_title("what agent 0's camera sends (36 x 36 RGB),\ndecoded by ppo_godot_camera.py", fontsize=9)
     for ax in (left, right):
         ax.set_xticks([])
         ax.set_yticks([])
@@ -139,7 +140,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--total-timesteps", type=int, default=300000, help="agent-steps of each run, both kinds")
     p.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
-    p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py, both kinds")
+    p.add_argument("--ppo-args", default="", help="more flags for both scripts")
     p.add_argument("--port", type=int, default=12508)
     p.add_argument("--picture", action="store_true", help="also draw benchmarks/figures/chase_camera_view.png")
     args = p.parse_args()
@@ -198,7 +199,7 @@ def main():
     write_table("pixels_or_positions", lines)
     plot_returns("pixels_or_positions", {"positions (4 floats)": curves["positions"],
                                          "camera (36 x 36 RGB, a CNN)": curves["camera"]},
-                 "Chase: pixels or positions, ppo_godot.py, one game x 16 agents", command, window=WINDOW,
+                 "Chase: pixels or positions (ppo_godot_camera.py, ppo_godot.py), one game x 16 agents", command, window=WINDOW,
                  lines=[(threshold, "80% of the positions' final return")])
 
 

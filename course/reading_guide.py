@@ -15,10 +15,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "course" / "README.md"
-SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py",
-           "ppo_godot_self_play.py", "ppo_lstm.py", "ppo_scratch_skeleton.py"]
-TRAINING = SCRIPTS[:7]
-GODOT = ["ppo_godot.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
+SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py",
+           "ppo_godot_multi_policy.py", "ppo_godot_self_play.py", "ppo_lstm.py", "ppo_scratch_skeleton.py"]
+TRAINING = SCRIPTS[:-1]
+GODOT = ["ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
 SEVERAL = ["ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
 
 # topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
@@ -27,7 +27,7 @@ TOPICS = {
     "env factory and vector envs": {"ppo.py": ["def make_env(", "def make_envs("],
                                     "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
                                     **{s: ["class GodotVecEnv:", "def read_layouts(", "def to_game_action(",
-                                           "def make_envs("] for s in ("ppo_godot.py", "ppo_godot_bc.py")},
+                                           "def make_envs("] for s in ("ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py")},
                                     **{s: ["class GodotVecEnv:", "def read_layouts(", "def read_policies(",
                                            "def to_game_action(", "def make_envs("] for s in SEVERAL},
                                     "ppo_lstm.py": ["class CartPoleNoVel(", "def make_env(", "def make_envs(",
@@ -35,7 +35,7 @@ TOPICS = {
                                     "ppo_scratch_skeleton.py": ["def make_env(", "def make_envs("]},
     "actor/critic network and its initialisation": {s: ["def layer_init(", "class Agent("] for s in SCRIPTS},
     "a camera's pixels: decoded, then a CNN before the actor and critic": {
-        s: ["def observations(", "def is_camera(", "def camera_encoder(", "def encode("] for s in GODOT},
+        "ppo_godot_camera.py": ["def observations(", "def is_camera(", "def camera_encoder(", "def encode("]},
     "rollout storage": {s: ["def make_storage("] for s in SCRIPTS},
     "the rollout and next-step autoreset": {s: ["def collect_rollout("] for s in SCRIPTS},
     "the LSTM state: carried step to step, zero where an episode starts": {

@@ -219,7 +219,7 @@ def rllib_observation_space(space):
     cameras = [key for key in space.spaces if "2d" in key]
     if cameras:
         raise RuntimeError(f"the game observes through a camera ({', '.join(cameras)}): this script trains "
-                           f"vector observations only; train camera games with ppo_godot.py")
+                           f"vector observations only; train camera games with ppo_godot_camera.py")
     return gym.spaces.Dict({key: gym.spaces.Box(-np.inf, np.inf, sub.shape, sub.dtype) for key, sub in space.items()})
 
 

@@ -22,6 +22,7 @@ import torch  # noqa: E402
 import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
+import ppo_godot_camera  # noqa: E402
 import ppo_godot_multi_policy  # noqa: E402
 import ppo_lstm  # noqa: E402
 import as_a_process  # noqa: E402 (tests/, on the path as the conftest's folder)
@@ -280,11 +281,11 @@ def run_dirs(cwd):
 
 
 def saved_agents(checkpoint_path):
-    """{policy name: (Agent with its saved weights, its obs_layout)} of a checkpoint of ppo_godot.py (its one
-    policy: "") or of ppo_godot_multi_policy.py."""
+    """{policy name: (Agent with its saved weights, its obs_layout)} of a checkpoint of ppo_godot.py or
+    ppo_godot_camera.py (its one policy: "") or of ppo_godot_multi_policy.py."""
     checkpoint = torch.load(checkpoint_path)
-    if checkpoint["script"] == "ppo_godot.py":
-        agent = ppo_godot.saved_agent(checkpoint, checkpoint_path)
+    if checkpoint["script"] in ("ppo_godot.py", "ppo_godot_camera.py"):
+        agent = ppo_godot_camera.saved_agent(checkpoint, checkpoint_path)  # its Agent takes both kinds
         return {"": (agent, agent.obs_layout)}
     saved = ppo_godot_multi_policy.saved_policies(checkpoint, checkpoint_path)
     agents = {}

@@ -208,8 +208,6 @@ UNWRITABLE = {  # what the export cannot write: (obs_layout, action_heads, actor
                                   torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8), torch.nn.Tanh(),
                                                       torch.nn.Linear(8, 5)),
                                   "the actor is Linear -> LayerNorm -> Tanh -> Linear"),
-    "a camera": ([("camera_2d", (36, 36, 3))], [("move", "discrete", 5)], None,
-                 "the observation key 'camera_2d' is a camera"),
     "a name beyond U+FFFF": ([("obs", (4,))], [("move\U0001F600", "discrete", 5)], None, "holds a character beyond U+FFFF"),
 }
 

@@ -320,8 +320,10 @@ def test_the_plumbing_banner_names_each_flag_a_game_is_started_with(script, tmp_
                     "name) needs [channels, height, width]", 600),
 ])
 def test_connect_phase_faults_are_named(behaviour, message, timeout, port, tmp_path):
-    # a policy name names files in ppo_godot_multi_policy.py only; the rest is the two scripts' shared plumbing
-    script = "ppo_godot_multi_policy.py" if behaviour == "dotted-policy-name" else "ppo_godot.py"
+    # a policy name names files in ppo_godot_multi_policy.py only, and a camera is ppo_godot_camera.py's; the rest
+    # is the scripts' shared plumbing
+    script = {"dotted-policy-name": "ppo_godot_multi_policy.py"}.get(
+        behaviour, "ppo_godot_camera.py" if behaviour.startswith("camera") else "ppo_godot.py")
     proc = run_script(script, "--env-path", misbehaving_game(tmp_path, behaviour), "--port", str(port),
                       "--connect-timeout", str(timeout), cwd=tmp_path, check=False, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr

@@ -181,11 +181,3 @@ def test_the_tag_game_s_chaser_starts_from_the_kept_recording(tmp_path, port):
     assert scalars["charts/demo_accuracy"][0] == (0, pytest.approx(scalars["charts/demo_accuracy"][0][1]))
     assert scalars["charts/demo_accuracy"][0][1] > 0.6  # the script's moves, from 10 episodes; chance is 0.2
     assert (tmp_path / "chaser.onnx").exists() and "The policy is exported to" in proc.stdout
-
-
-def test_a_camera_game_gets_one_line(display, tmp_path, port):
-    """The plugin records the obs key alone: a camera's image is never in the file."""
-    proc = run_script(SCRIPT, "--env-path", str(GAMES / "chase_camera.x86_64"), "--port", str(port),
-                      "--godot-version", "3", "--demos", str(KEPT["discrete"]), cwd=tmp_path, check=False)
-    assert_one_line_error(proc, "--demos: the plugin records the obs key alone, and this game observes camera_2d")
-    assert not (tmp_path / "runs").exists() and not game_pids(port)

@@ -133,7 +133,7 @@ MULTI_POLICY = {
         "each agent's row holds its own policy's keys, zero-padded to the widest policy's row; each action row "
         "its own policy's columns, floats for all": (
             "polic", "read_layouts", "obs_keys", "width =", "floats", "columns", "self.num_envs =",
-            "Every agent's row", "its bytes", "agents_obs", 'reply["obs"]', "dtype=self.single_observation_space.dtype",
+            "Every agent's row", "agents_obs", 'reply["obs"]', "dtype=self.single_observation_space.dtype",
             "to_game_action")},
     "NormalizeReward": {"a statistic per policy: each policy's rewards have a scale of their own": (
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "mid_episode",
@@ -163,8 +163,7 @@ MULTI_POLICY = {
     "load_checkpoint": {"ppo_godot.py's and ppo_godot_self_play.py's checkpoints are read too: a policy to freeze, "
                         "or a game of several that ppo_godot.py once trained": (
                             'checkpoint["script"]', "ppo_godot.py's and", "several policies")},
-    "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "obs_layout", "agents_of",
-                                                                        "obs_rows[")},
+    "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "agents_of")},
     "check_observations": {"each agent's keys are its policy's": ("polic", "obs_layout", "agents_of")},
     "start_games": {"agents of one policy name share spaces": ("agent", "polic", "started and connected")},
     "game_problem": {"several policy names are the point here; a name names files, so its characters are "
@@ -272,16 +271,17 @@ def test_ppo_lstm_train_differs_only_in_the_lstm_state():
 # computing it: "`diff A B` changes these definitions of the lesson: `x`, `y`; and adds `z`."
 DIFF_CLAIM = re.compile(r"`diff (\S+) (\S+)` changes these definitions of the lesson: (.+?); and adds (.+?)\.(?:\s|$)")
 CLAIMED_DIFFS = {("ppo_godot.py", "ppo_godot_multi_policy.py"), ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"),
-                 ("ppo_godot.py", "ppo_godot_bc.py")}
+                 ("ppo_godot.py", "ppo_godot_bc.py"), ("ppo_godot.py", "ppo_godot_camera.py")}
 
 
 def test_each_page_s_diff_claim_names_what_the_diff_changes_above_the_banner():
     pages = [REPO / "README.md", REPO / "course" / "README.md", *sorted((REPO / "docs").glob("*.md")),
              *(REPO / script for script in ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py",
-                                            "ppo_godot_bc.py"))]
+                                            "ppo_godot_bc.py", "ppo_godot_camera.py"))]
     claims = [(page.name, claim) for page in pages for claim in DIFF_CLAIM.finditer(" ".join(page.read_text().split()))]
     assert {(claim[1], claim[2]) for _, claim in claims} >= CLAIMED_DIFFS
-    assert {page for page, _ in claims} >= {"ppo_godot_multi_policy.py", "ppo_godot_self_play.py", "ppo_godot_bc.py"}
+    assert {page for page, _ in claims} >= {"ppo_godot_multi_policy.py", "ppo_godot_self_play.py", "ppo_godot_bc.py",
+                                            "ppo_godot_camera.py"}
     for page, claim in claims:
         old, new = lesson_definitions(claim[1]), lesson_definitions(claim[2])
         changed = [name for name in new if name in old and new[name] != old[name]]
@@ -322,12 +322,48 @@ ONLY_IN_BEHAVIOUR_CLONING = {
 }
 
 
+# ppo_godot_camera.py is ppo_godot.py but for cameras: each camera key's hex frames read as bytes, a CNN per
+# camera, a window to render in; the checks a camera needs, and the camera checkpoints ppo_godot.py saved before
+CAMERA = {
+    "GodotVecEnv": {"a camera's hex string is its bytes; a row of cameras alone is uint8": (
+        "is_camera", "uint8", "dtype", "width = sum(math.prod", "gym.spaces.Box(low, high", "Every agent's row",
+        "into its bytes", "obs[key] for key in self.obs_keys", "np.concatenate([obs[key]", "no blank camera",
+        "float32", "width = sum(", "gym.spaces.Box(", "reset_games(self, seed)")},
+    "read_layouts": {"a camera's shape as its bytes come, (H, W, C)": (
+        "with its shape", "(H, W, C)", "obs_layout = [(key,", "for key in sorted(space.spaces)")},
+    "Agent": {"a CNN per camera before the actor and critic (encode)": (
+        "obs_layout: the row's keys", "cameras", "obs_dim", "encode", "return x", "parts", "images", "shape in self",
+        "return torch.cat(parts", "hidden", "action_distributions(self, x)", "pi(.|s)'s parameters",
+        "action's log pi of every choice", "use them)", "self.critic(x)", "self.actor(x)",
+        "self.action_distributions(x)", "Observation rows", "enumerate(self.obs_layout)")},
+    "parse_and_check": {"--show-window says a camera needs it": ("--show-window", "a camera needs one")},
+    "load_checkpoint": {"a camera game's checkpoint saved by ppo_godot.py before cameras moved here": (
+        "saved_here_before", "is_camera(key) for key", 'if checkpoint["script"] != script')},
+    "saved_layout": {"ppo_godot.py refuses such a checkpoint with one line naming this file": (
+        "cameras", "ppo_godot_camera.py", "fail(")},
+    "game_problem": {"ppo_godot.py refuses a camera game; here a camera's declared shape and size are checked": (
+        "a camera", "is_camera", "shape", "36 x 36", "ppo_godot_camera.py", "for key, space in agent_0", "needs [")},
+    "check_first_observations": {"a camera that renders nothing is refused in one line": (
+        "A camera", "renders nothing", "check_observations(envs, replies)", "obs_rows", "column", "shape",
+        "pixels", "is_camera", "blank", "every agent", "--show-window", "they must be those declared")},
+    "check_observations": {"a camera key's value is checked to be the hex of its bytes": (
+        "camera", "value", "isinstance", "raise GameError", "f\"bytes", "n_bytes", "except ValueError",
+        "declared", "try:", "the key (GameError)", "a list of its size", "bytes (H x W x C")},
+    "OnnxPolicy": {"the plugin feeds a camera's pixels as floats, which the model reshapes": (
+        "float [1, size]", "reshaped and scaled", "action_distributions(")},
+    "gdscript_problem": {"a CNN is no job for GDScript: a camera policy ships as ONNX": (
+        "cameras", "GDScript (36 x 36", "camera policy")},
+}
+ONLY_IN_CAMERA = {"camera_encoder": "the CNN of one camera"}
+
+
 # Each sibling is its parent but for its idea: (parent, child): (the declared differences of the definitions both
 # have, what the child alone defines, what the parent alone defines)
 SIBLINGS = {
     ("ppo_godot.py", "ppo_godot_multi_policy.py"): (MULTI_POLICY, ONLY_IN_MULTI_POLICY, ONLY_IN_PPO_GODOT),
     ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"): (SELF_PLAY, ONLY_IN_SELF_PLAY, {}),
     ("ppo_godot.py", "ppo_godot_bc.py"): (BEHAVIOUR_CLONING, ONLY_IN_BEHAVIOUR_CLONING, {}),
+    ("ppo_godot.py", "ppo_godot_camera.py"): (CAMERA, ONLY_IN_CAMERA, {}),
 }
 
 
