@@ -5,12 +5,12 @@
     tensorboard --logdir runs                  # watch charts/episodic_return climb
     python ppo_godot.py --env-path ... --onnx-export-path model.onnx     # for in-game inference
 
-Read it down to the plumbing banner (section 9), or as a diff against ppo.py (beside it): a game changes sections 2
-(its agents as one vector env), 3 (mixed actions), 7 and 8; sections 5 and 6 are ppo.py's line
-for line, and section 4 is but for the steps that only reset an agent. One network plays every agent
-(n_agents a game, --n-parallel games) from vector observations; a game of several policies is
-ppo_godot_multi_policy.py's, a game with cameras ppo_godot_camera.py's. ALGO
-comments give equations. A game resets a finished agent one of two ways:
+Read it down to the plumbing banner (section 9), or as a diff against ppo.py (beside it): a game changes
+sections 2 (its agents as one vector env), 3 (mixed actions), 7 and 8; sections 5 and 6 are ppo.py's line
+for line, and section 4 is ppo.py's but for the steps that only reset an agent. One network plays every
+agent (n_agents a game, --n-parallel games) from vector observations; a game of several policies is
+ppo_godot_multi_policy.py's, a game with cameras ppo_godot_camera.py's. ALGO comments give equations.
+A game resets a finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on
      the next action; every info holds "autoreset", true on that step: no transition, left out of the update.
      A time-out (info["truncated"]) bootstraps from V(final observation).

@@ -39,3 +39,13 @@ def test_the_check_finds_broken_links(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("# A title\n[ok](#a-title) [gone](missing.md) [bad anchor](#nowhere) ![img](pic.png)\n")
     assert [b.split(":")[0] for b in broken_links(page)] == ["missing.md", "#nowhere", "pic.png"]
+
+
+def test_the_readme_is_a_front_door_that_links_every_page():
+    """At most 200 lines (read in two minutes); the depth lives on the pages it links to."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    linked = {target.partition("#")[0] for target in LINK.findall(readme)}
+    pages = {str(p.relative_to(REPO)) for p in [*(REPO / "docs").glob("*.md"), REPO / "course" / "README.md",
+                                                   REPO / "benchmarks" / "README.md"]}
+    assert pages <= linked, f"pages the README does not link: {sorted(pages - linked)}"

@@ -25,8 +25,9 @@ from test_ppo_godot import assert_whole_onnx
 from scratch_reference import SOLUTIONS, complete
 
 TRAINING = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_lstm.py"]
-# ppo_godot_bc.py's plumbing is ppo_godot.py's (tests/test_shared_code.py); its checkpoint and help checked here too
-WITH_BC = TRAINING + ["ppo_godot_bc.py"]
+# ppo_godot_bc.py's and ppo_godot_camera.py's plumbing is ppo_godot.py's (tests/test_shared_code.py); their checkpoints and
+# help checked here too
+WITH_SIBLINGS = TRAINING + ["ppo_godot_bc.py", "ppo_godot_camera.py"]
 SHORT = {  # a run of a few seconds
     "ppo.py": ["--total-timesteps", "1024", "--num-steps", "64"],
     "ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "1024", "--num-steps", "128",
@@ -128,7 +129,7 @@ def finished_run(script, tmp_path_factory):
 
 
 def other_script(script):
-    return WITH_BC[(WITH_BC.index(script) + 1) % len(WITH_BC)]
+    return WITH_SIBLINGS[(WITH_SIBLINGS.index(script) + 1) % len(WITH_SIBLINGS)]
 
 
 CHECKPOINT_FAULTS = {  # fault: (make the file in a folder, for a script; what the line says)
@@ -161,7 +162,7 @@ def save(path, checkpoint):
 
 @pytest.mark.parametrize("flag", ["--eval-checkpoint", "--resume"])
 @pytest.mark.parametrize("fault", CHECKPOINT_FAULTS)
-@pytest.mark.parametrize("script", WITH_BC)
+@pytest.mark.parametrize("script", WITH_SIBLINGS)
 def test_bad_checkpoint(script, fault, flag, tmp_path):
     make, message = CHECKPOINT_FAULTS[fault]
     path = make(tmp_path, script)
@@ -384,7 +385,7 @@ def options_in_help(script, tmp_path):
     return {option.split()[0].rstrip(","): " ".join(option.split()) for option in options if option.strip()}
 
 
-@pytest.mark.parametrize("script", WITH_BC + ["ppo_scratch_skeleton.py"])
+@pytest.mark.parametrize("script", WITH_SIBLINGS + ["ppo_scratch_skeleton.py"])
 def test_help_shows_every_default(script, tmp_path):
     options = options_in_help(script, tmp_path)
     assert len(options) > 20 and "--total-timesteps" in options
