@@ -143,11 +143,11 @@ class GodotVecEnv:
     def step(self, actions):
         game_actions = [to_game_action(action, self.action_heads) for action in actions]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # A game that resets on the next step says so in info (the module docstring has both ways);
+        # A game that resets like gymnasium (the module docstring's first way) holds "autoreset" in every info:
         # only then is the observation sent with done a final one, which a time-out bootstraps from
-        resets_next_step = np.array(["autoreset" in i for i in info])
-        autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
-        truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
+        gymnasium_like = np.array(["autoreset" in i for i in info])
+        autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
+        truncated = done & gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info])
         return self.observations(replies), reward, done & ~truncated, truncated, {"autoreset": autoreset}
 
     def close(self):

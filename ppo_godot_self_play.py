@@ -159,12 +159,12 @@ class GodotVecEnv:
         game_actions = [to_game_action(action, policy.action_heads)
                         for action, policy in zip(actions, self.agent_policy)]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # A game that resets on the next step says so in info (the module docstring has both ways);
+        # A game that resets like gymnasium (the module docstring's first way) holds "autoreset" in every info:
         # only then is the observation sent with done a final one, which a time-out bootstraps from
-        resets_next_step = np.array(["autoreset" in i for i in info])
-        self.tells_time_outs = resets_next_step  # a game that resets on the spot cannot say which end timed out
-        autoreset = np.array([bool(i.get("autoreset", False)) for i in info])
-        truncated = done & resets_next_step & np.array([bool(i.get("truncated", False)) for i in info])
+        gymnasium_like = np.array(["autoreset" in i for i in info])
+        self.tells_time_outs = gymnasium_like  # a game that resets on the spot cannot say which end timed out
+        autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
+        truncated = done & gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info])
         return self.observations(replies), reward, done & ~truncated, truncated, {"autoreset": autoreset}
 
     def close(self):
@@ -265,8 +265,8 @@ class NormalizeReward:
 
 # ================================================================================================
 # 3. Network: separate 64-64 tanh actor and critic; a categorical head per discrete action and a
-#    diagonal Gaussian per continuous one, in the game's declared order; an
-#    Agent per policy name (AgentPerPolicy)
+#    diagonal Gaussian per continuous one, in the game's declared order; an Agent per policy name
+#    (AgentPerPolicy)
 # ================================================================================================
 def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
     torch.nn.init.orthogonal_(layer.weight, std)

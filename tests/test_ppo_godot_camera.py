@@ -4,7 +4,6 @@ put things; trained and exported; and the ways a camera game fails (no display, 
 RLlib); the vector scripts' one line for a camera game; and a camera checkpoint saved by ppo_godot.py
 before cameras moved to their own file (tests/checkpoints/ppo_godot_4bb54dc_chase_camera.pt: 2 iterations of 16
 agents x 16 steps, saved at commit 4bb54dc), resumed, evaluated and exported here."""
-import os
 import shutil
 
 import numpy as np
