@@ -1830,8 +1830,6 @@ def gdscript_problem(obs_layout, action_heads, actor=None):
 
 
 def gdscript_number(value):
-    if not math.isfinite(value):
-        fail(f"--gdscript-export-path: the policy holds a weight of {value}: nothing to export")
     return repr(float(value))
 
 
@@ -1937,6 +1935,10 @@ def export_gdscript(agent, obs_layout, action_heads, path, trained):
     problem = gdscript_problem(obs_layout, action_heads, agent.actor)
     if problem:
         fail(problem)
+    for name, weights in agent.named_parameters():  # what the file holds: the actor's, and its log std
+        if name.startswith("actor") and not torch.isfinite(weights).all():
+            value = weights[~torch.isfinite(weights)][0].item()
+            fail(f"--gdscript-export-path: the policy's {name} holds {value}: nothing to export")
     text = gdscript_policy(agent, obs_layout, action_heads, trained)
     with stop_signals(signal.SIG_IGN), open(path + ".tmp", "w", encoding="utf-8") as f:  # beside it, then renamed
         f.write(text)

@@ -208,6 +208,11 @@ UNWRITABLE = {  # what the export cannot write: (obs_layout, action_heads, actor
                                   torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8), torch.nn.Tanh(),
                                                       torch.nn.Linear(8, 5)),
                                   "the actor is Linear -> LayerNorm -> Tanh -> Linear"),
+    "two activations in a row": ([("obs", (4,))], [("move", "discrete", 5)],
+                                 torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.ReLU(),
+                                                     torch.nn.Linear(8, 5)),
+                                 "the actor is Linear -> Tanh -> ReLU -> Linear; the export writes Linear layers, "
+                                 "each one followed by Tanh, ReLU or nothing"),
     "a name beyond U+FFFF": ([("obs", (4,))], [("move\U0001F600", "discrete", 5)], None, "holds a character beyond U+FFFF"),
 }
 
@@ -226,11 +231,51 @@ def test_a_policy_the_export_cannot_write_gets_one_line(case, tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
-def test_a_weight_that_is_not_a_number_gets_one_line(tmp_path, capsys):
-    agent = ppo_godot.Agent([("obs", (4,))], [("move", "discrete", 5)])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")], ids=str)
+@pytest.mark.parametrize("where", ["actor.0.weight", "actor.0.bias", "actor.2.weight", "actor.2.bias",
+                                   "actor.4.weight", "actor.4.bias", "actor_logstd"])
+def test_a_weight_or_bias_that_is_not_a_number_gets_one_line(where, value, tmp_path, capsys):
+    heads = [("move", "discrete", 5), ("aim", "continuous", 2)]
+    agent = ppo_godot.Agent([("obs", (4,))], heads)
     with torch.no_grad():
-        agent.actor[0].weight[0, 0] = float("nan")
-    with pytest.raises(SystemExit):
-        ppo_godot.export_gdscript(agent, [("obs", (4,))], [("move", "discrete", 5)], str(tmp_path / "p.gd"), "tests")
-    assert "the policy holds a weight of nan: nothing to export" in capsys.readouterr().err
+        agent.get_parameter(where).view(-1)[-1] = value  # the last number of it, written last
+    with pytest.raises(SystemExit) as stop:
+        ppo_godot.export_gdscript(agent, [("obs", (4,))], heads, str(tmp_path / "p.gd"), "tests")
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"ppo_godot.py: error: --gdscript-export-path: the policy's {where} holds {value}: nothing to export"]
     assert not list(tmp_path.iterdir())
+
+
+def test_greedy_play_takes_the_first_largest_logit_on_a_tie(tmp_path):
+    """As the file's comment says, and as torch's argmax does: logits [0, 2, 1, 2] play 1, not 3."""
+    needs_godot()
+    layout, heads = [("obs", (2,))], [("move", "discrete", 4), ("turn", "discrete", 3)]
+    agent = ppo_godot.Agent(layout, heads)
+    with torch.no_grad():  # the logits are the last layer's biases alone
+        agent.actor[-1].weight.zero_()
+        agent.actor[-1].bias.copy_(torch.tensor([0.0, 2.0, 1.0, 2.0, 5.0, 5.0, 5.0]))
+        assert agent.get_action(torch.tensor([[0.3, -0.7]]), greedy=True).tolist() == [[1.0, 0.0]]
+    path = tmp_path / "policy.gd"
+    ppo_godot.export_gdscript(agent, layout, heads, str(path), "the tests")
+    played, _ = engine_plays(path, [{"obs": [0.3, -0.7]}, {"obs": [-5.0, 9.0]}], tmp_path)
+    assert played == [{"move": 1, "turn": 0}] * 2
+
+
+def test_act_on_a_missing_or_short_key_says_so_and_returns_nothing(tmp_path):
+    needs_godot()
+    layout, heads = [("position", (2,)), ("to_target", (2,))], [("move", "discrete", 5)]
+    path = tmp_path / "policy.gd"
+    ppo_godot.export_gdscript(ppo_godot.Agent(layout, heads), layout, heads, str(path), "the tests")
+    observations = [{"position": [0.1, 0.2]}, {"position": [0.1, 0.2], "to_target": [0.3]},
+                    {"position": [0.1, 0.2, 0.5], "to_target": [0.3, 0.4]}, {"position": [0.1, 0.2], "to_target": [0.3, 0.4]}]
+    (tmp_path / "obs.json").write_text(json.dumps(observations))
+    proc = subprocess.run(["godot3-server", "-s", str(RUN_POLICY), f"--policy={path}",
+                           f"--observations={tmp_path / 'obs.json'}", f"--actions={tmp_path / 'actions.json'}"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "actions.json").read_text())["actions"][:3] == [{}, {}, {}]
+    errors = [line for line in proc.stderr.splitlines() if "policy: get_obs() needs" in line]
+    assert [line.split("policy: ", 1)[-1] for line in errors] == [
+        "get_obs() needs the key to_target with 2 values", "get_obs() needs the key to_target with 2 values",
+        "get_obs() needs the key position with 2 values"]

@@ -232,6 +232,22 @@ def test_ctrl_c_saves_the_model_and_its_onnx_export_and_closes_the_games(port, t
     assert not game_pids(port)
 
 
+@pytest.mark.parametrize("stop_signal", [None, signal.SIGINT, signal.SIGTERM], ids=["end", "ctrl-c", "kill"])
+def test_a_gdscript_export_alone_is_written_at_the_end_and_at_a_stop(stop_signal, port, tmp_path):
+    """--gdscript-export-path without --onnx-export-path: the file is written when the ONNX one would be."""
+    total = "1024" if stop_signal is None else "10000000"
+    proc = start("--env-path", GAME["discrete"], "--port", str(port), "--num-steps", "32", "--total-timesteps", total,
+                 "--gdscript-export-path", "policy.gd", cwd=tmp_path)
+    if stop_signal is not None:
+        wait_for_step(proc, 2000)
+        proc.send_signal(stop_signal)
+    stdout, stderr = wait_for_end(proc, port)
+    assert proc.returncode == {None: 0, signal.SIGINT: 130, signal.SIGTERM: 143}[stop_signal], stderr
+    assert "The policy is exported to policy.gd, as GDScript for any Godot build" in stdout
+    assert (tmp_path / "policy.gd").read_text().endswith("\treturn values\n")  # whole, to its last function
+    assert not list(tmp_path.glob("*.onnx")) and not game_pids(port)
+
+
 def assert_whole_onnx(path):
     import onnxruntime
 

@@ -248,37 +248,33 @@ def test_each_policy_s_rewards_are_scaled_by_its_own_statistics():
     assert 0.5 < reward[0] / reward[2] < 2
 
 
-def test_a_camera_policy_beside_a_vector_policy_each_reads_its_own_columns_and_exports_its_own_inputs(tmp_path):
-    """Where several policies meet cameras in the network: each policy's Agent is built from its own
-    layout (a CNN per camera key it has), reads its own agents' rows cut to its own width (the rows are
-    float32, padded to the widest), answers in its own columns of the padded action row, and exports
-    its own ONNX inputs."""
-    watcher = multi.argparse.Namespace(obs_layout=[("eye_2d", (36, 36, 3))], action_heads=[("turn", "discrete", 3)],
-                                           agent_ids=np.array([0, 2]), width=36 * 36 * 3, columns=1)
+def test_policies_of_other_widths_each_read_their_own_columns_and_export_their_own_inputs(tmp_path):
+    """Where policies of other layouts meet in one batch: each policy's Agent is built from its own
+    layout, reads its own agents' rows cut to its own width (the rows are float32, padded to the
+    widest), answers in its own columns of the padded action row, and exports its own ONNX inputs."""
+    watcher = multi.argparse.Namespace(obs_layout=[("eye", (8,))], action_heads=[("turn", "discrete", 3)],
+                                       agent_ids=np.array([0, 2]), width=8, columns=1)
     mover = multi.argparse.Namespace(obs_layout=[("obs", (5,))], action_heads=[("move", "continuous", 2)],
-                                         agent_ids=np.array([1]), width=5, columns=2)
+                                     agent_ids=np.array([1]), width=5, columns=2)
     agents = multi.AgentPerPolicy({"watcher": watcher, "mover": mover})
-    assert list(agents["watcher"].cameras) == ["eye_2d"] and not agents["mover"].cameras
-    rows = torch.zeros(3, 36 * 36 * 3)
-    rows[[0, 2]] = torch.randint(0, 256, (2, 36 * 36 * 3)).float()
-    rows[1, :5] = torch.randn(5)
+    rows = torch.randn(3, 8)
+    rows[1, 5:] = 0  # the mover's padding
     with torch.no_grad():
         action = agents.get_action(rows, greedy=True)
         assert action.shape == (3, 2) and (action[[0, 2], 1] == 0).all()  # the watcher's row padded
         assert torch.equal(action[[0, 2], :1], agents["watcher"].get_action(rows[[0, 2]], greedy=True))
         assert torch.equal(action[[1]], agents["mover"].get_action(rows[[1], :5], greedy=True))
-    rollout = multi.argparse.Namespace(obs=np.zeros((4, 3, 36 * 36 * 3), np.float32),
-                                           actions=np.zeros((4, 3, 2), np.float32), rewards=np.zeros((4, 3)),
-                                           terminations=np.zeros((4, 3)), truncations=np.zeros((4, 3)),
-                                           is_transition=np.ones((4, 3), bool))
+    rollout = multi.argparse.Namespace(obs=np.zeros((4, 3, 8), np.float32), actions=np.zeros((4, 3, 2), np.float32),
+                                       rewards=np.zeros((4, 3)), terminations=np.zeros((4, 3)),
+                                       truncations=np.zeros((4, 3)), is_transition=np.ones((4, 3), bool))
     learned = {}
     for name, policy in agents.policies.items():
         storage, next_obs = multi.policy_share(policy, rollout, rows.numpy())
         learned[name] = (storage.obs.shape, storage.actions.shape, next_obs.shape)
-    assert learned == {"watcher": ((4, 2, 3888), (4, 2, 1), (2, 3888)), "mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
+    assert learned == {"watcher": ((4, 2, 8), (4, 2, 1), (2, 8)), "mover": ((4, 1, 5), (4, 1, 2), (1, 5))}
     written = multi.export_policy(agents, multi.argparse.Namespace(
         onnx_export_path=str(tmp_path / "two.onnx"), gdscript_export_path=None))
     assert "two_watcher.onnx" in written and "two_mover.onnx" in written
-    for name, key in (("watcher", "eye_2d"), ("mover", "obs")):
+    for name, key in (("watcher", "eye"), ("mover", "obs")):
         session = onnxruntime.InferenceSession(str(tmp_path / f"two_{name}.onnx"), providers=["CPUExecutionProvider"])
         assert [i.name for i in session.get_inputs()] == [key, "state_ins"]

@@ -1,11 +1,13 @@
 """ppo_godot.py's ONNX export against the plugin's own inference (conftest.plugin_inference), for
 every action layout the plugin reads and for observations in several keys, declared in an order
-that is not alphabetical; and --export-checkpoint, which exports a saved model with no game."""
+that is not alphabetical (cameras: ppo_godot_camera.py's); and --export-checkpoint, which exports a
+saved model with no game."""
 import onnxruntime
 import pytest
 import torch
 
 import ppo_godot
+import ppo_godot_camera
 from conftest import GODOT, assert_plugin_plays_like_torch, fake_game, run_script
 
 LAYOUTS = {  # the game's declared observation and action spaces, as its env_info sends them
@@ -18,8 +20,8 @@ LAYOUTS = {  # the game's declared observation and action spaces, as its env_inf
     "mixed, discrete between continuous": ({"rays": 5, "obs": 3}, {"move": ("continuous", 2),
                                            "weapon": ("discrete", 3), "aim": ("continuous", 1)}),
 }
-# Cameras ("2d" keys, shapes (H, W, C)): one alone, as in the plugin's VirtualCamera example, and one beside
-# vector keys, each with every kind of action
+# Cameras ("2d" keys, shapes (H, W, C)), ppo_godot_camera.py's: one alone, as in the plugin's VirtualCamera
+# example, and one beside vector keys, each with every kind of action
 CAMERAS = {"camera only": {"camera_2d": (36, 36, 3)},
            "camera and vectors": {"velocity": 2, "rgb_2d": (40, 36, 3), "position": 2}}
 ACTIONS = {"discrete": {"move": ("discrete", 5)}, "continuous": {"move": ("continuous", 2)},
@@ -33,8 +35,8 @@ def as_layout(obs_space):
     return [(key, (shape,) if isinstance(shape, int) else shape) for key, shape in sorted(obs_space.items())]
 
 
-def exported(agent, obs_space, path):
-    ppo_godot.export_onnx(agent, as_layout(obs_space), str(path))
+def exported(agent, obs_space, path, script=ppo_godot):
+    script.export_onnx(agent, as_layout(obs_space), str(path))
     return onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
@@ -44,14 +46,15 @@ def test_the_plugin_plays_the_exported_policy_as_torch_does(layout, plugin, tmp_
     """older plugin: its argmax starts at 0 (6245daa until fda220a), which the export's shifted discrete
     outputs (each head's largest is 1) still read right."""
     obs_space, action_space = LAYOUTS[layout]
+    camera = "camera" in layout  # a CNN's sums, in another order in onnxruntime: ~1e-5 apart
+    script = ppo_godot_camera if camera else ppo_godot
     torch.manual_seed(0)
-    agent = ppo_godot.Agent(as_layout(obs_space), [(name, kind, size) for name, (kind, size) in action_space.items()])
+    agent = script.Agent(as_layout(obs_space), [(name, kind, size) for name, (kind, size) in action_space.items()])
     with torch.no_grad():  # a policy far from uniform, with means inside and outside [-1, 1]
         agent.actor[-1].weight.normal_(std=2.0)
-    session = exported(agent, obs_space, tmp_path / "policy.onnx")
+    session = exported(agent, obs_space, tmp_path / "policy.onnx", script)
     assert {i.name for i in session.get_inputs()} == set(obs_space) | {"state_ins"}
     assert [o.name for o in session.get_outputs()] == ["output", "state_outs"]
-    camera = "camera" in layout  # a CNN's sums, in another order in onnxruntime: ~1e-5 apart
     assert_plugin_plays_like_torch(agent, session, obs_space, action_space, n=50 if camera else 200,
                                    tol=1e-4 if camera else 1e-5, older=plugin == "older plugin")
 
