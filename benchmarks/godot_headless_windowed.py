@@ -59,9 +59,14 @@ def train(env_path, games, seed, total_timesteps, port, windowed, script="ppo_go
         seconds = time.time() - started
         acc = read_run(next(Path(workdir).glob("runs/*")))
     episodes = acc.Scalars("charts/episodic_return") if "charts/episodic_return" in acc.Tags()["scalars"] else []
+    return dict(sps=acc.Scalars("charts/SPS")[-1].value, seconds=seconds, **returns_of(episodes, started))
+
+
+def returns_of(episodes, started):
+    """The run's return at its end, final (the mean of its last 100 episodes; nan without any), and its
+    curve: (wall seconds since started, the running mean of 100 episodes) at each episode."""
     returns = np.array([e.value for e in episodes])
-    return dict(sps=acc.Scalars("charts/SPS")[-1].value, seconds=seconds,
-                final=float(returns[-100:].mean()) if len(returns) else float("nan"),
+    return dict(final=float(returns[-100:].mean()) if len(returns) else float("nan"),
                 curve=(np.array([e.wall_time - started for e in episodes]),
                        running_mean(returns, 100) if len(returns) else returns))
 

@@ -2,6 +2,7 @@
 the CleanRL comparison computes its ratios per pair, CartPole counts as solved where it should,
 learning curves are drawn, and the LSTM benchmarks run each of their sides and compare replays
 that agree."""
+import argparse
 import json
 import sys
 
@@ -130,6 +131,16 @@ def test_headless_and_windowed_games_learn_the_same_numbers(display, port, tmp_p
             for path in (godot_headless_windowed.CHASE / "chase_discrete.x86_64", windowed)]
     assert all(run["sps"] > 0 for run in runs)
     assert len(runs[0]["curve"][1]) > 0 and np.array_equal(runs[0]["curve"][1], runs[1]["curve"][1])
+
+
+def test_the_headless_windowed_table_gives_the_return_at_the_end_of_each_run():
+    """Its "return at the end" column: the mean of the run's last 100 episodes, where a run that learns ends
+    higher than it starts; the curve's last point is the same mean."""
+    episodes = [argparse.Namespace(wall_time=1000.0 + i, value=float(i)) for i in range(300)]
+    run = godot_headless_windowed.returns_of(episodes, started=1000.0)
+    assert run["final"] == np.mean(np.arange(200, 300)) == run["curve"][1][-1]
+    np.testing.assert_array_equal(run["curve"][0], np.arange(300.0))
+    assert np.isnan(godot_headless_windowed.returns_of([], started=0.0)["final"])
 
 
 def test_action_repeat_benchmark_passes_its_flags_to_the_game(port):

@@ -25,17 +25,23 @@ RULES = {
 
 
 def record(kind, path, *flags, episodes=10, seed=1):
+    """episodes None: the game's default (--episodes left out)."""
     needs_godot()
-    proc = subprocess.run([str(GAMES / f"chase_{kind}.x86_64"), f"--record_demos={path}", f"--episodes={episodes}", f"--env_seed={seed}",
-                           "--fixed-fps", "60", *flags], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([str(GAMES / f"chase_{kind}.x86_64"), f"--record_demos={path}", f"--env_seed={seed}",
+                           *([f"--episodes={episodes}"] if episodes else []), "--fixed-fps", "60", *flags],
+                          capture_output=True, text=True, timeout=120)
     return proc
 
 
 def recorded(kind, tmp_path, *flags, episodes=10, seed=1):
     proc = record(kind, tmp_path / f"{kind}.json", *flags, episodes=episodes, seed=seed)
     assert proc.returncode == 0, proc.stderr
-    assert f"recorded {episodes} episodes of agent 0 to {tmp_path / f'{kind}.json'}" in proc.stdout
+    assert f"recorded {episodes or 100} episodes of agent 0 to {tmp_path / f'{kind}.json'}" in proc.stdout
     return json.loads((tmp_path / f"{kind}.json").read_text())
+
+
+def test_the_default_is_100_episodes(tmp_path):
+    assert len(recorded("discrete", tmp_path, episodes=None)) == 100
 
 
 @pytest.mark.parametrize("kind, obs_size", [("tag", 4), ("discrete", 4), ("continuous", 4), ("multidiscrete", 4)])

@@ -165,6 +165,45 @@ def test_the_tag_game_plays_both_exported_policies_alone_as_eval_checkpoint_does
                      for name in ("chaser", "runner")}
 
 
+def demo_alone(folder, *flags):
+    """The discrete demo game run with no trainer, headless."""
+    return subprocess.run([GAMES["discrete"], *flags, "--no-window", "--disable-render-loop"], capture_output=True,
+                          text=True, timeout=300, cwd=folder)
+
+
+def new_policy_file(folder):
+    layout, heads = [("obs", (4,))], [("move", "discrete", 5)]  # the discrete game's
+    ppo_godot.export_gdscript(ppo_godot.Agent(layout, heads), layout, heads, str(folder / "policy.gd"), "the tests")
+    return folder / "policy.gd"
+
+
+@pytest.mark.parametrize("episodes, each", [(None, 7), (17, 2)], ids=["default", "17"])
+def test_the_demo_plays_each_agent_the_rounded_up_share_of_the_episodes(episodes, each, tmp_path):
+    """--episodes, 100 unless given, over the agents of the policy that has fewest, rounded up: each of
+    the game's 16 agents plays 7 episodes by default (6.25), 2 for 17."""
+    needs_godot()
+    proc = demo_alone(tmp_path, f"--policy={new_policy_file(tmp_path)}",
+                      *([f"--episodes={episodes}"] if episodes else []))
+    assert proc.returncode == 0, proc.stderr
+    agents = re.findall(r"^policy=shared_policy agent=(\d+) episodic_return=", proc.stdout, flags=re.M)
+    assert sorted(agents.count(str(i)) for i in range(16)) == [each] * 16
+    assert re.search(rf"^policy=shared_policy mean_return=\S+ over {16 * each} episodes$", proc.stdout, flags=re.M)
+
+
+@pytest.mark.parametrize("flags, line", [
+    (["--observation=camera", "--policy={policy}"],
+     "chase: --policy plays vector observations only (camera policies ship as ONNX)"),
+    (["--policy={folder}/missing.gd"],
+     "chase: no policy for shared_policy: give --policy=PATH or --policy_shared_policy=PATH (a .gd file)"),
+], ids=["camera", "missing file"])
+def test_the_demo_refuses_in_one_line_what_it_cannot_play(flags, line, tmp_path):
+    needs_godot()
+    policy = new_policy_file(tmp_path)
+    proc = demo_alone(tmp_path, *(flag.format(policy=policy, folder=tmp_path) for flag in flags))
+    assert proc.returncode == 2 and "episodic_return" not in proc.stdout
+    assert [text for text in proc.stderr.splitlines() if text.startswith("chase:")] == [line]
+
+
 def gdparse(path):
     """gdtoolkit's parser, which reads Godot 4's GDScript: (exit code, its complaint)."""
     proc = subprocess.run([sys.executable, "-m", "gdtoolkit.parser", str(path)], capture_output=True, text=True,

@@ -154,6 +154,28 @@ def test_a_new_total_on_resume_respreads_the_learning_rate_decay_and_says_so(scr
         assert logged[batch * iteration] == pytest.approx(expected, rel=1e-6), iteration
 
 
+@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
+def test_a_smaller_total_on_resume_steepens_the_learning_rate_decay_and_says_so(script, tmp_path, monkeypatch,
+                                                                               signal_at, capsys):
+    """A run of 6 updates stopped after its 3rd, resumed with a total of 4: the rate goes on with train()'s
+    schedule for 4 updates, lower at once (1/4 of --learning-rate at the 4th, not 1/2), and the run says so."""
+    lr = 1e-3
+    batch = script.module.parse_args(script.short).batch_size  # 256
+    signal_at(int(2.5 * batch))  # half-way through the 3rd rollout: the run stops after its 3rd update
+    argv = script.short + ["--learning-rate", str(lr), "--total-timesteps", str(6 * batch)]
+    assert train_in(tmp_path, script, argv, monkeypatch) == 130
+    signal_at(None)
+    capsys.readouterr()
+    run_dir = resume(tmp_path, script, ["--total-timesteps", str(4 * batch)], monkeypatch)
+    # at the stop (update 3 of 6): (1 - 2/6) lr; at the next update (4 of 4): (1 - 3/4) lr
+    assert (f"resume: --total-timesteps {4 * batch}, the run started with {6 * batch}: --anneal-lr's linear decay "
+            f"now runs to 0 over the new total, so the learning rate goes from 6.7e-04 at the stop to 2.5e-04 at "
+            f"the next update") in capsys.readouterr().out.splitlines()
+    logged = dict(read_scalars(run_dir)["charts/learning_rate"])
+    assert sorted(logged) == [batch * i for i in range(1, 5)]
+    assert logged[4 * batch] == pytest.approx(0.25 * lr, rel=1e-6)
+
+
 @pytest.mark.parametrize("script", [GODOT], ids=repr)
 def test_a_game_resumes_with_new_episodes_from_the_saved_boundary(script, tmp_path, monkeypatch, signal_at,
                                                                   capsys):
