@@ -12,19 +12,14 @@ few updates (the return collapses as RL starts); a critic warmed up on the clone
 gives PPO advantages worth following, and the fading BC loss holds the actor near the demonstrations
 while the critic and PPO take over. `diff ppo_godot.py ppo_godot_bc.py` changes these definitions of the
 lesson: `parse_args`, `ppo_update`, `train`; and adds `bc_loss`, `demo_minibatch`, `behaviour_cloning`,
-`demo_accuracy`, `column_kinds`. The demonstrations are read and checked against the game below the banner
+`demo_accuracy`, `column_heads`. The demonstrations are read and checked against the game below the banner
 (section 9), and a checkpoint keeps them for --resume.
-A game resets a finished agent one of two ways:
-  1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on
-     the next action; every info holds "autoreset", true on that step: no transition, left out of the update.
-     A time-out (info["truncated"]) bootstraps from V(final observation).
-  2. Like the official plugin: on the spot, so the observation sent with done is already the next
-     episode's first; every step is a transition, and every end counts as terminal.
 """
 import argparse
 import atexit
 import contextlib
 import copy
+import functools
 import importlib.util
 import io
 import json
@@ -111,8 +106,8 @@ def parse_args(argv=None):
                         "ours, two updates of the critic before PPO's first, course/README.md#learning-from-"
                         "demonstrations)")
     p.add_argument("--bc-strength", type=float, default=0.5,
-                   help="weight of the BC loss beside PPO's at global_step 0 (0: none; ML-Agents' strength, 0.5 "
-                        "in its example)")
+                   help="beta_0, the BC loss's weight beside PPO's: beta_t = beta_0 (1 - global_step / --bc-steps) at "
+                        "each update after the critic's warm-up (0: none; ML-Agents' strength, 0.5 in its example)")
     p.add_argument("--bc-steps", type=int, default=150000,
                    help="agent-steps over which the BC loss fades linearly to 0 (ML-Agents' steps, 150000 in its "
                         "example; 0: it never fades, ML-Agents' default)")
@@ -305,23 +300,23 @@ class Agent(nn.Module):
         A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
         which picks a with probability pi(a|s): torch.multinomial's draw without its input checks (which cost
         more than the forward)."""
-        columns = []
+        per_head = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
                 choice = dist if greedy else dist.exp() / torch.empty_like(dist).exponential_()
-                columns.append(choice.argmax(dim=-1, keepdim=True).float())
+                per_head.append(choice.argmax(dim=-1, keepdim=True).float())
             else:
                 action_mean, action_logstd = dist
                 noise = 0 if greedy else action_logstd.exp() * torch.randn_like(action_mean)
-                columns.append(action_mean + noise)
-        return torch.cat(columns, dim=-1)
+                per_head.append(action_mean + noise)
+        return torch.cat(per_head, dim=-1)
 
     def evaluate_actions(self, x, action):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
         actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
         logprob, entropy = 0, 0
-        columns = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
-        for (kind, _), dist, a in zip(self.heads, self.action_distributions(x), columns):
+        per_head = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
+        for (kind, _), dist, a in zip(self.heads, self.action_distributions(x), per_head):
             if kind == "discrete":
                 log_pi = dist
                 logprob = logprob + log_pi.gather(-1, a.long()).squeeze(-1)
@@ -468,9 +463,11 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
             # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi] + beta_t L^BC, or c1 L^VF alone in the critic's warm-up
             entropy_loss = entropy.mean()
             loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-            bc = (bc_loss(agent, *demo_minibatch(demos, args.bc_minibatch_size)) if bc_coef and not critic_only
-                  else torch.zeros(()))
-            loss = v_loss * args.vf_coef if critic_only else loss + bc_coef * bc
+            if critic_only:  # no gradient reaches the actor: zero_grad leaves its weights' None, and Adam skips them
+                loss = v_loss * args.vf_coef
+            elif bc_coef:
+                bc = bc_loss(agent, *demo_minibatch(demos, args.bc_minibatch_size))
+                loss = loss + bc_coef * bc
 
             optimizer.zero_grad()
             loss.backward()
@@ -487,12 +484,16 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
     # explained variance 1 - Var(R - V) / Var(R): 1 when V(s_t) predicted the returns, <= 0 when not
     y_pred, y_true = values.reshape(-1)[keep], returns.reshape(-1)[keep]
     var_y = np.var(y_true)
-    return {"losses/explained_variance": np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y,
-            "losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
-            "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
-            "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
-            "diagnostics/grad_norm": grad_norm.item(), "diagnostics/update_epochs_done": epoch + 1,
-            "losses/bc_loss": bc.item()}
+    stats = {"losses/explained_variance": np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y,
+             "losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
+             "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
+             "losses/approx_kl": approx_kl.item(), "losses/clipfrac": torch.stack(clipfracs).mean().item(),
+             "diagnostics/grad_norm": grad_norm.item(), "diagnostics/update_epochs_done": epoch + 1}
+    if critic_only:  # only what the warm-up's loss holds
+        del stats["losses/policy_loss"], stats["losses/entropy"]
+    elif bc_coef:
+        stats["losses/bc_loss"] = bc.item()
+    return stats
 
 
 # ================================================================================================
@@ -506,7 +507,8 @@ def bc_loss(agent, demo_obs, demo_actions):
 
 
 def demo_minibatch(demos, size):
-    """size demonstration steps, drawn uniformly (with torch's generator: a resumed run draws the same)."""
+    """min(size, their number) demonstration steps, each drawn uniformly with replacement (with torch's
+    generator: a resumed run draws the same)."""
     rows = torch.randint(len(demos.obs), (min(size, len(demos.obs)),))
     return demos.obs[rows], demos.actions[rows]
 
@@ -519,7 +521,9 @@ def behaviour_cloning(args, agent, optimizer, demos, writer):
             loss = bc_loss(agent, demos.obs[rows], demos.actions[rows])
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
+                raise FloatingPointError("non-finite loss or gradient")
             optimizer.step()
     if args.bc_epochs:
         with torch.no_grad():
@@ -529,7 +533,7 @@ def behaviour_cloning(args, agent, optimizer, demos, writer):
 
 def demo_accuracy(agent, demos):
     """The share of demonstrated discrete actions that the greedy policy takes (nan: no discrete action)."""
-    discrete = [column for column, (kind, _) in enumerate(column_kinds(agent)) if kind == "discrete"]
+    discrete = [column for column, (kind, _) in enumerate(column_heads(agent.heads)) if kind == "discrete"]
     if not discrete:
         return float("nan")
     with torch.inference_mode():
@@ -537,9 +541,10 @@ def demo_accuracy(agent, demos):
     return (greedy[:, discrete] == demos.actions[:, discrete]).float().mean().item()
 
 
-def column_kinds(agent):
-    """Each column of an action row: its head's (kind, size)."""
-    return [head for head in agent.heads for _ in range(1 if head[0] == "discrete" else head[1])]
+def column_heads(heads):
+    """Each column of an action row as the head it belongs to, ((name,) kind, size): one column per discrete
+    action, size per continuous one."""
+    return [head for head in heads for _ in range(1 if head[-2] == "discrete" else head[-1])]
 
 
 # ================================================================================================
@@ -584,13 +589,15 @@ def train(args):
                 terminations = np.maximum(storage.terminations, storage.truncations)
             advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
                                               next_value, args.gamma, args.gae_lambda)
-            # beta_t: --bc-strength, fading linearly to 0 over --bc-steps (constant when 0)
-            bc_coef = args.bc_strength * (max(0.0, 1.0 - global_step / args.bc_steps) if args.bc_steps else 1.0)
             critic_only = iteration <= args.critic_warmup  # the critic learns the cloned policy's values first
+            # beta_t: --bc-strength, fading linearly to 0 over --bc-steps (constant when 0); none in the warm-up
+            bc_coef = args.bc_strength * (max(0.0, 1.0 - global_step / args.bc_steps) if args.bc_steps else 1.0)
             stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device, demos,
                                bc_coef, critic_only)
             stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
-            stats["charts/bc_coef"], stats["charts/demo_accuracy"] = bc_coef, demo_accuracy(agent, demos)
+            stats["charts/demo_accuracy"] = demo_accuracy(agent, demos)
+            if not critic_only:
+                stats["charts/bc_coef"] = bc_coef
             for tag, value in stats.items():
                 run.writer.add_scalar(tag, value, global_step)
             run.end_iteration(iteration, global_step)  # SPS; where a stop resumes
@@ -776,6 +783,7 @@ def check_game(args, envs):
         budget_note(args.total_timesteps, args.batch_size, batch)
 
 
+@functools.cache  # read once: checked before a game starts, its steps taken once the game runs (demo_steps)
 def read_demos(path):
     """A demonstrations file's episodes, each [observations, actions], or one line saying why it holds none."""
     try:
@@ -808,9 +816,8 @@ def demo_steps(paths, envs):
         fail(f"--demos: the plugin records the obs key alone, and this game observes {', '.join(keys)}: record a "
              f"game whose get_obs() returns its whole observation under obs")
     width = envs.obs_layout[0][1][0]
-    heads = ", ".join(f"{name}: {kind} {size}" for name, kind, size in envs.action_heads)
-    columns = [(name, kind, size) for name, kind, size in envs.action_heads for _ in range(1 if kind == "discrete"
-                                                                                             else size)]
+    declared = ", ".join(f"{name}: {kind} {size}" for name, kind, size in envs.action_heads)
+    spaces = column_heads(envs.action_heads)  # each action column's (name, kind, size)
     obs, actions = [], []
     for path in paths:
         for n, (episode_obs, episode_actions) in enumerate(read_demos(path), 1):
@@ -818,11 +825,11 @@ def demo_steps(paths, envs):
             try:
                 o = np.array(episode_obs, dtype=np.float32)
                 a = (np.array(episode_actions, dtype=np.float32).reshape(len(episode_actions), -1) if episode_actions
-                     else np.zeros((0, len(columns)), np.float32))  # an episode of its final observation alone
+                     else np.zeros((0, len(spaces)), np.float32))  # an episode of its final observation alone
             except (ValueError, TypeError):
                 problem = f"{where} holds observations or actions that are not lists of numbers"
             else:
-                problem = demo_problem(where, o, a, width, columns, heads)
+                problem = demo_problem(where, o, a, width, spaces, declared)
             if problem:
                 envs.close()
                 fail(problem)
@@ -834,18 +841,18 @@ def demo_steps(paths, envs):
     return {"obs": np.concatenate(obs), "actions": np.concatenate(actions)}
 
 
-def demo_problem(where, obs, actions, width, columns, heads):
+def demo_problem(where, obs, actions, width, spaces, declared):
     """Why an episode's arrays do not fit the game's spaces, or None."""
     if obs.ndim != 2 or obs.shape[1] != width:
         held = obs.shape[1] if obs.ndim == 2 else "no list of"
         return f"{where}'s observations hold {held} numbers; the game's obs has {width}"
     if len(obs) not in (len(actions), len(actions) + 1):
         return f"{where} holds {len(obs)} observations for {len(actions)} actions (the plugin records one more)"
-    if len(actions) and actions.shape[1] != len(columns):
-        return f"{where}'s actions hold {actions.shape[1]} numbers; the game's take {len(columns)} ({heads})"
+    if len(actions) and actions.shape[1] != len(spaces):
+        return f"{where}'s actions hold {actions.shape[1]} numbers; the game's take {len(spaces)} ({declared})"
     if not (np.isfinite(obs).all() and np.isfinite(actions).all()):
         return f"{where} holds a NaN or an infinite number"
-    for column, (name, kind, size) in enumerate(columns):
+    for column, (name, kind, size) in enumerate(spaces):
         values = actions[:, column]
         outside = (values != np.round(values)) | (values < 0) | (values >= size) if kind == "discrete" else \
             np.abs(values) > 1.0
@@ -1206,15 +1213,15 @@ class GameRun(Run):
         """--demos as two tensors, obs and actions: read and checked against the game's spaces (demo_steps), or
         a resumed run's, from its checkpoint (the files may have changed since). Kept with each boundary."""
         if self.args.resume:
-            self.demos = pickle.loads(self.checkpoint["resume"])["demos"]
+            self.demo_arrays = pickle.loads(self.checkpoint["resume"])["demos"]
         else:
-            self.demos = demo_steps(self.args.demos, envs)
-        return argparse.Namespace(obs=torch.as_tensor(self.demos["obs"], device=device),
-                                  actions=torch.as_tensor(self.demos["actions"], device=device))
+            self.demo_arrays = demo_steps(self.args.demos, envs)
+        return argparse.Namespace(obs=torch.as_tensor(self.demo_arrays["obs"], device=device),
+                                  actions=torch.as_tensor(self.demo_arrays["actions"], device=device))
 
     def mark_boundary(self, iteration, global_step):
         super().mark_boundary(iteration, global_step)
-        self.boundary["demos"] = self.demos
+        self.boundary["demos"] = self.demo_arrays
 
     def start(self):
         try:

@@ -322,23 +322,23 @@ class Agent(nn.Module):
         A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
         which picks a with probability pi(a|s): torch.multinomial's draw without its input checks (which cost
         more than the forward)."""
-        columns = []
+        per_head = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
                 choice = dist if greedy else dist.exp() / torch.empty_like(dist).exponential_()
-                columns.append(choice.argmax(dim=-1, keepdim=True).float())
+                per_head.append(choice.argmax(dim=-1, keepdim=True).float())
             else:
                 action_mean, action_logstd = dist
                 noise = 0 if greedy else action_logstd.exp() * torch.randn_like(action_mean)
-                columns.append(action_mean + noise)
-        return torch.cat(columns, dim=-1)
+                per_head.append(action_mean + noise)
+        return torch.cat(per_head, dim=-1)
 
     def evaluate_actions(self, x, action):
         """log pi(a_t|s_t), the entropy H[pi(.|s_t)] and V(s_t) (CleanRL's get_action_and_value). The
         actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
         logprob, entropy = 0, 0
-        columns = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
-        for (kind, _), dist, a in zip(self.heads, self.action_distributions(x), columns):
+        per_head = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
+        for (kind, _), dist, a in zip(self.heads, self.action_distributions(x), per_head):
             if kind == "discrete":
                 log_pi = dist
                 logprob = logprob + log_pi.gather(-1, a.long()).squeeze(-1)

@@ -13,6 +13,8 @@ TensorBoard's reader, and compares every scalar tag but charts/SPS point by poin
 
 --base-script compares with another script of --base (a script whose code moved to a new file), and
 --base-flags gives that run more flags (the flag that turned on what the new file always does).
+--fewer TAG ... names tags that today's script logs at fewer steps on purpose: each of their points
+must still be one of the base's, the same value at the same step (the note says how many went).
 Exits 1 when a tag differs. The flags after the script name go to both runs unchanged.
 """
 import argparse
@@ -42,6 +44,8 @@ def main():
     p.add_argument("--base", required=True, help="the commit to compare with")
     p.add_argument("--base-script", default=None, help="the script of --base to compare with (default: script)")
     p.add_argument("--base-flags", default="", help="more flags for the run of --base alone, quoted")
+    p.add_argument("--fewer", nargs="+", default=[], metavar="TAG",
+                   help="tags logged at fewer steps on purpose: their points a subset of the base's")
     p.add_argument("script")
     args, flags = p.parse_known_args()
     flags = [os.path.abspath(f) if os.path.exists(f) else f for f in flags]  # paths work from any folder
@@ -52,10 +56,16 @@ def main():
                                        capture_output=True, text=True).stdout)
         old = scalars(base, flags + shlex.split(args.base_flags), Path(workdir) / "base")
         new = scalars(REPO / args.script, flags, Path(workdir) / "today")
-    differ = sorted(tag for tag in old.keys() | new.keys()
-                    if tag not in old or tag not in new or not np.array_equal(old[tag], new[tag], equal_nan=True))
+    def same(tag):
+        if tag in args.fewer:  # each point today's script still logs is the base's (a tag may go entirely)
+            kept = dict(old.get(tag, []))
+            return all(step in kept and np.array_equal(value, kept[step], equal_nan=True) for step, value in new.get(tag, []))
+        return tag in old and tag in new and np.array_equal(old[tag], new[tag], equal_nan=True)
+
+    differ = sorted(tag for tag in old.keys() | new.keys() if not same(tag))
     points = sum(len(v) for v in new.values())
-    print(f"{args.script} {' '.join(flags)}: {len(new)} tags, {points} points; "
+    fewer = "".join(f"; {tag}: {len(new.get(tag, []))} of the base's {len(old.get(tag, []))} points" for tag in args.fewer)
+    print(f"{args.script} {' '.join(flags)}: {len(new)} tags, {points} points{fewer}; "
           + (f"DIFFER: {', '.join(differ)}" if differ else f"identical to {base_script} of {args.base}"))
     sys.exit(1 if differ else 0)
 

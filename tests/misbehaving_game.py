@@ -15,7 +15,8 @@ obs-wrong-length (declares 2 floats, sends 3); camera-wrong-size (declares the c
 [3, 36, 36], sends 100 bytes); camera-not-hex (sends that camera as a list of floats, as a game in
 the plugin's ONNX mode does); camera-blank (sends it, every pixel black); camera-flat (declares
 camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36]); dotted-policy-name (its
-agents' policy name is "team.a"). Two that play well: camera-and-vector (camera_2d [3, 36, 36] of
+agents' policy name is "team.a"); obs-and-more (declares obs [4] beside speed [1], which the plugin's
+demonstrations cannot hold). Two that play well: camera-and-vector (camera_2d [3, 36, 36] of
 random pixels beside position [0.25, -0.5]); rgba-camera (camera_2d [4, 36, 36], RGBA, as the
 plugin's camera sensor sends a viewport with a transparent background); duel (two policies, "left"
 and "right", 2 agents each, agent i facing agent i + 2: each observes [its episode's share done, its
@@ -143,6 +144,8 @@ elif behaviour == "camera-flat":
 elif behaviour == "camera-and-vector":
     play_keys({"camera_2d": (3, 36, 36), "position": (2,)},
               lambda: {"camera_2d": random.randbytes(3888).hex(), "position": [0.25, -0.5]})
+elif behaviour == "obs-and-more":
+    play_keys({"obs": (4,), "speed": (1,)}, lambda: {"obs": [0.1, 0.2, 0.3, 0.4], "speed": [0.5]})
 elif behaviour == "rgba-camera":
     play_keys({"camera_2d": (4, 36, 36)}, lambda: {"camera_2d": random.randbytes(5184).hex()})
 elif behaviour == "duel":

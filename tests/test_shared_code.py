@@ -298,8 +298,9 @@ BEHAVIOUR_CLONING = {
         "imitation tutorial", "batch_size", "the actor kept as cloned", "strength", "example", "help=",
         "learning-from-")},
     "ppo_update": {"the critic's warm-up, and beta_t L^BC on a minibatch of demonstrations beside PPO's loss": (
-        "def ppo_update(", "critic_only", "bc", "minibatch's losses", "# ALGO: loss", "grad_norm.item()",
-        "torch.zeros(())")},
+        "def ppo_update(", "critic_only", "bc", "minibatch's losses", "# ALGO: loss", "loss = v_loss * args.vf_coef"),
+                   "TensorBoard gets what the update's loss held: no policy loss or entropy in the warm-up, L^BC "
+                   "where beta_t weighs it": ("losses/explained_variance", "stats[", "return stats")},
     "train": {"the demonstrations read, cloned before the first rollout, and beta_t and the warm-up each update": (
         "demos", "behaviour_cloning", "mark_boundary", "bc_coef", "critic_only", "args.resume",
         "stats = ppo_update(", "beta_t")},
@@ -308,14 +309,14 @@ BEHAVIOUR_CLONING = {
                             "demos", "bc_", "critic_warmup", "must be", "training", "fail(", "getattr(args, name)")},
     "GameRun": {"the demonstrations, and their arrays in each boundary for an exact --resume": (
         "demos", "demonstrations", "def mark_boundary(", "super().mark_boundary(", "a resumed run's",
-        "self.args.resume", "else:", "actions=torch")},
+        "self.args.resume", "else:", "actions=torch", "demo_arrays")},
 }
 ONLY_IN_BEHAVIOUR_CLONING = {
     "bc_loss": "L^BC, the demonstrated actions' negative log-likelihood",
     "demo_minibatch": "a minibatch of demonstration steps",
     "behaviour_cloning": "the cloning before the first rollout",
     "demo_accuracy": "the share of demonstrated actions the greedy policy takes",
-    "column_kinds": "which action columns are discrete, for the accuracy",
+    "column_heads": "the head of each action column: which are discrete (the accuracy), what each may hold (the files)",
     "read_demos": "a demonstrations file's episodes, or one line",
     "demo_steps": "the files' steps as arrays, checked against the game's spaces",
     "demo_problem": "why an episode does not fit the game",
