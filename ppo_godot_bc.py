@@ -521,8 +521,8 @@ def behaviour_cloning(args, agent, optimizer, demos, writer):
             loss = bc_loss(agent, demos.obs[rows], demos.actions[rows])
             optimizer.zero_grad()
             loss.backward()
-            grad_norm = nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-            if not torch.isfinite(loss + grad_norm):  # stop before a NaN reaches the weights
+            # the gradient clipped, its norm checked with the loss: stop before a NaN reaches the weights
+            if not torch.isfinite(loss + nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)):
                 raise FloatingPointError("non-finite loss or gradient")
             optimizer.step()
     if args.bc_epochs:
