@@ -73,7 +73,8 @@ TOPICS = {
     "self-play: one policy learns at a time, the others play snapshots from their pools": {
         "ppo_godot_self_play.py": ["its_agent = self.playing.get(", "class SelfPlay:",
                                    "if name != self_play.learner:  # not its turn", "self_play.end_iteration("]},
-    "logging": {s: ['return {"losses/explained_variance"'] for s in SCRIPTS},
+    "logging": {**{s: ['return {"losses/explained_variance"'] for s in SCRIPTS},
+                "ppo_godot_bc.py": ['stats = {"losses/explained_variance"']},
     "evaluation and checkpoints": {**{s: ["def evaluate(", "def save_checkpoint(", "def load_checkpoint("]
                                       for s in TRAINING},
                                    "ppo_scratch_skeleton.py": ["except KeyboardInterrupt:"]},
