@@ -64,8 +64,10 @@ def curves_of(run_dir, name, several):
             for measure in ("return", "length")}
 
 
-def greedy(checkpoint, name):
-    """The saved policy `name` as chase_tag_baselines.play takes a policy: observations -> game actions."""
+def greedy(checkpoint, name, sample=False):
+    """The saved policy `name` as chase_tag_baselines.play takes a policy: observations -> game actions, its
+    most likely ones (what the plugin's ONNX inference plays), or with sample drawn from pi as in training
+    (torch's generator)."""
     saved = ppo_godot_multi_policy.saved_policies(torch.load(checkpoint, weights_only=True), checkpoint)
     obs_layout, action_heads, weights = saved.get(name, next(iter(saved.values())))
     agent = ppo_godot_multi_policy.Agent(obs_layout, action_heads)
@@ -73,7 +75,7 @@ def greedy(checkpoint, name):
 
     def policy(obs, rng):
         with torch.inference_mode():
-            rows = agent.get_action(torch.as_tensor(obs, dtype=torch.float32), greedy=True).numpy()
+            rows = agent.get_action(torch.as_tensor(obs, dtype=torch.float32), greedy=not sample).numpy()
         return [ppo_godot_multi_policy.to_game_action(row, action_heads) for row in rows]
 
     return policy

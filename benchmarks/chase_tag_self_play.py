@@ -55,6 +55,7 @@ TRAININGS = [("self-play", "chase_tag", ["chaser", "runner"], SELF_PLAY),
              ("against the script", "chase_tag_scripted_runner", ["chaser"], []),
              ("against the script", "chase_tag_scripted_chaser", ["runner"], [])]
 KINDS = ["self-play", "against the script", "together", "untrained", "the game's script"]
+LEARNED, SCRIPT = KINDS[:3], KINDS[4]
 CHASER_MARGIN, RUNNER_MARGIN = 0.25, 70.0
 WINDOW = 100  # episodes in a running mean
 FIGURE = REPO / "benchmarks" / "figures" / "chase_tag_self_play.png"
@@ -108,6 +109,41 @@ def contestant(kind, name, seed, runs):
     if kind == "untrained":
         return untrained(name, seed)
     return greedy(next(runs[(kind, name, seed)].glob("*.pt")), name)
+
+
+def spread(values, form):
+    """median (worst-best) over seeds."""
+    return f"{form(np.median(values))} ({form(min(values))}-{form(max(values))})"
+
+
+def spread_tables(caught, length, sampled, curves, seeds):
+    """Against the game's script, over seeds: each way of training's chaser (catches) and runner (episode
+    length), greedy and as in training; how often self-play ends below training against the script; and, seed
+    by seed, self-play's two final ELO ratings beside its chaser's catches."""
+    percent, steps = "{:.0%}".format, "{:.1f}".format
+    lines = ["", f"## Over the {len(seeds)} seeds, against the game's script: median (worst-best)", "",
+             "| trained | chaser caught, greedy | chaser caught, sampled as in training | runner length, greedy | "
+             "runner length, sampled |", "|---|---|---|---|---|"]
+    for how in LEARNED:
+        lines.append(f"| {how} | {spread(caught[(how, SCRIPT)], percent)} | "
+                     f"{spread([sampled[(how, 'chaser', s)] for s in seeds], percent)} | "
+                     f"{spread(length[(SCRIPT, how)], steps)} | "
+                     f"{spread([sampled[(how, 'runner', s)] for s in seeds], steps)} |")
+    below = {measure: sum(a < b for a, b in pairs) for measure, pairs in (
+        ("greedy", zip(caught[("self-play", SCRIPT)], caught[("against the script", SCRIPT)])),
+        ("sampled", [(sampled[("self-play", "chaser", s)], sampled[("against the script", "chaser", s)])
+                     for s in seeds]))}
+    lines += ["", f"The self-play chaser catches the scripted runner less often than the chaser trained against it on "
+              f"{below['greedy']} of {len(seeds)} seeds greedy, {below['sampled']} of {len(seeds)} sampled "
+              f"(seed s against seed s).", "",
+              "| self-play, seed | chaser caught, greedy | sampled | chaser's final ELO | runner's final ELO | "
+              "runner length, greedy |", "|---|---|---|---|---|---|"]
+    for i, seed in enumerate(seeds):
+        elo = {name: curves[("self-play", name)][i]["elo"][1][-1] for name in ("chaser", "runner")}
+        lines.append(f"| {seed} | {caught[('self-play', SCRIPT)][i]:.0%} | "
+                     f"{sampled[('self-play', 'chaser', seed)]:.0%} | {elo['chaser']:.0f} | {elo['runner']:.0f} | "
+                     f"{length[(SCRIPT, 'self-play')][i]:.1f} |")
+    return lines
 
 
 def curves_of(run_dir, name):
@@ -192,6 +228,17 @@ def main():
                            for seed in seeds]
                 cells[(chaser_kind, runner_kind)] = results
                 print(chaser_kind, "x", runner_kind, results, flush=True)
+        # against the game's script, each trained policy as it acted in training too: a ~ pi, not its greedy action
+        sampled = {}
+        for how in LEARNED:
+            for seed in seeds:
+                for name in ("chaser", "runner"):
+                    torch.manual_seed(seed)
+                    policy = greedy(next(runs[(how, name, seed)].glob("*.pt")), name, sample=True)
+                    length_, caught_, _ = match(*((policy, None) if name == "chaser" else (None, policy)), args.port,
+                                                args.eval_steps, 100 + seed)
+                    sampled[(how, name, seed)] = caught_ if name == "chaser" else length_
+                print(how, "sampled", seed, sampled[(how, "chaser", seed)], sampled[(how, "runner", seed)], flush=True)
     caught = {kinds: [c for _, c, _ in results] for kinds, results in cells.items()}
     length = {kinds: [n for n, _, _ in results] for kinds, results in cells.items()}
     lines = [f"Command: `{command}` ({time.strftime('%Y-%m-%d')}; training {trained_minutes:.0f} minutes, "
@@ -207,15 +254,15 @@ def main():
             c, n = caught[(how, "the game's script")][i], length[("the game's script", how)][i]
             met = c >= CHASER_MARGIN and n >= RUNNER_MARGIN
             lines.append(f"| {how}, seed {seed} | {c:.0%} | {n:.1f} | {'both' if met else 'no'} |")
+    lines += spread_tables(caught, length, sampled, curves, seeds)
     lines += ["", "## Cross-play: chasers (rows) x runners (columns), caught / mean episode length, mean over seeds",
               "", "| chaser \\ runner | " + " | ".join(KINDS) + " |", "|---" * (len(KINDS) + 1) + "|"]
     for chaser_kind in KINDS:
         lines.append(f"| {chaser_kind} | " + " | ".join(
             f"{np.mean(caught[(chaser_kind, r)]):.0%} / {np.mean(length[(chaser_kind, r)]):.1f}" for r in KINDS) + " |")
-    learned = ["self-play", "against the script", "together"]
     lines += ["", "Against the trained opponents each never met (the other two ways of training), means over cells:"]
-    for how in learned:
-        others = [kind for kind in learned if kind != how]
+    for how in LEARNED:
+        others = [kind for kind in LEARNED if kind != how]
         as_chaser = np.mean([np.mean(caught[(how, runner)]) for runner in others])
         as_runner = np.mean([np.mean(length[(chaser, how)]) for chaser in others])
         lines.append(f"- {how}: its chaser catches {as_chaser:.0%} of the episodes against the runners trained "

@@ -136,6 +136,27 @@ def test_the_learning_benchmark_trains_each_way_and_plays_each_trained_policy_ag
     assert not game_pids(port)
 
 
+def test_the_self_play_benchmark_gives_each_way_s_spread_over_seeds_and_where_self_play_falls_below():
+    """median (worst-best) over seeds, greedy and sampled; the seeds where the self-play chaser catches the
+    scripted runner less often than the chaser trained against it; and self-play's final ratings per seed."""
+    self_play = benchmark("chase_tag_self_play")
+    seeds, script = [1, 2, 3], self_play.SCRIPT
+    caught = {("self-play", script): [0.1, 0.4, 0.3], ("against the script", script): [0.4, 0.3, 0.45],
+              ("together", script): [0.2, 0.2, 0.2]}
+    length = {(script, how): [90.0, 80.0, 85.0] for how in self_play.LEARNED}
+    sampled = {(how, name, seed): 0.2 if name == "chaser" else 88.0
+               for how in self_play.LEARNED for name in ("chaser", "runner") for seed in seeds}
+    sampled.update({("self-play", "chaser", 1): 0.1, ("self-play", "chaser", 2): 0.5})
+    curves = {("self-play", name): [{"elo": (np.arange(2), np.array([1200.0, final]))} for final in finals]
+              for name, finals in (("chaser", [1600, 1300, 1250]), ("runner", [900, 1100, 1150]))}
+    lines = self_play.spread_tables(caught, length, sampled, curves, seeds)
+    assert "| self-play | 30% (10%-40%) | 20% (10%-50%) | 85.0 (80.0-90.0) | 88.0 (88.0-88.0) |" in lines
+    assert "| against the script | 40% (30%-45%) | 20% (20%-20%) | 85.0 (80.0-90.0) | 88.0 (88.0-88.0) |" in lines
+    assert any("less often than the chaser trained against it on 2 of 3 seeds greedy, 1 of 3 sampled" in line
+               for line in lines)
+    assert "| 1 | 10% | 10% | 1600 | 900 | 90.0 |" in lines
+
+
 def test_the_self_play_benchmark_trains_four_ways_and_plays_every_chaser_against_every_runner(port, tmp_path,
                                                                                                monkeypatch):
     """On tiny budgets: the margins' rows for each way of training, a 5 x 5 cross-play table, and a figure of
@@ -147,6 +168,9 @@ def test_the_self_play_benchmark_trains_four_ways_and_plays_every_chaser_against
                                 "--self-play-team-change 512"], tmp_path, monkeypatch)
     margins = [line.split("|")[1].strip() for line in table.splitlines() if ", seed 1 |" in line]
     assert margins == ["self-play, seed 1", "together, seed 1", "against the script, seed 1"]
+    spreads = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "%-" in line]
+    assert spreads == self_play.LEARNED
+    assert any(f"on {g} of 1 seeds greedy, {s} of 1 sampled" in table for g in (0, 1) for s in (0, 1))
     cross = [line for line in table.splitlines() if line.startswith("| ") and " / " in line]
     assert [row.split("|")[1].strip() for row in cross] == self_play.KINDS
     for row in cross:  # every cell: a catch rate and a mean length of at most the time-out's 100 steps
