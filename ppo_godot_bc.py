@@ -463,7 +463,7 @@ def ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, re
             # ALGO: loss = -L^CLIP + c1 L^VF - c2 H[pi] + beta_t L^BC, or c1 L^VF alone in the critic's warm-up
             entropy_loss = entropy.mean()
             loss = pg_loss - args.ent_coef * entropy_loss + v_loss * args.vf_coef
-            if critic_only:  # no gradient reaches the actor: zero_grad leaves its weights' None, and Adam skips them
+            if critic_only:  # no gradient reaches the actor: zero_grad left its gradients None, and Adam skips those
                 loss = v_loss * args.vf_coef
             elif bc_coef:
                 bc = bc_loss(agent, *demo_minibatch(demos, args.bc_minibatch_size))
