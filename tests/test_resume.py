@@ -129,51 +129,34 @@ def test_a_finished_run_continues_with_more_timesteps(script, tmp_path, monkeypa
     assert_same_metrics(run_dirs(tmp_path / "reference")[0], resumed_dir)
 
 
+@pytest.mark.parametrize("before, stopped, after, said", [
+    (3, False, 6, "goes from 3.3e-04 at the stop to 5.0e-04"),  # (1 - 2/3) lr, then (1 - 3/6) lr: it rises
+    (6, True, 4, "goes from 6.7e-04 at the stop to 2.5e-04"),  # (1 - 2/6) lr, then (1 - 3/4) lr: it falls at once
+], ids=["a larger total", "a smaller total"])
 @pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
-def test_a_new_total_on_resume_respreads_the_learning_rate_decay_and_says_so(script, tmp_path, monkeypatch, capsys):
-    """--anneal-lr decays the rate over --total-timesteps: a finished run of 3 updates resumed with twice
-    the total goes on with train()'s rate for 6 updates, from the 4th on, and says so. (ppo_godot.py's Run
-    says it in the same lines as ppo.py's: test_shared_code.py.)"""
+def test_a_new_total_on_resume_respreads_the_learning_rate_decay_and_says_so(script, before, stopped, after, said,
+                                                                            tmp_path, monkeypatch, signal_at, capsys):
+    """--anneal-lr decays the rate over --total-timesteps: a run resumed after its 3rd update with another
+    total goes on with train()'s rate for the new total from the 4th update on, and says so; a finished run
+    of 3 updates given 6, or a run of 6 stopped after its 3rd given 4. (ppo_godot.py's Run says it in the
+    same lines as ppo.py's: test_shared_code.py.)"""
     lr = 1e-3
     batch = script.module.parse_args(script.short).batch_size  # 256
-    argv = script.short + ["--learning-rate", str(lr), "--total-timesteps", str(3 * batch)]
-    assert train_in(tmp_path, script, argv, monkeypatch) is None
-    capsys.readouterr()
-    run_dir = resume(tmp_path, script, ["--total-timesteps", str(6 * batch)], monkeypatch)
-    # at the stop (update 3 of 3): (1 - 2/3) lr; at the next update (4 of 6): (1 - 3/6) lr
-    assert (f"resume: --total-timesteps {6 * batch}, the run started with {3 * batch}: --anneal-lr's linear decay "
-            f"now runs to 0 over the new total, so the learning rate goes from 3.3e-04 at the stop to 5.0e-04 at "
-            f"the next update") in capsys.readouterr().out.splitlines()
-    logged = dict(read_scalars(run_dir)["charts/learning_rate"])
-    assert sorted(logged) == [batch * i for i in range(1, 7)]
-    first_resumed = logged[4 * batch]
-    assert first_resumed == pytest.approx((1.0 - (4 - 1.0) / 6) * lr, rel=1e-6)  # the new total's schedule
-    assert first_resumed != pytest.approx((1.0 - (4 - 1.0) / 3) * lr, abs=1e-6)  # not the old one's (0 there)
-    for iteration in range(1, 7):  # the first life's 3 on the old schedule, then the new one's
-        expected = (1.0 - (iteration - 1.0) / (3 if iteration <= 3 else 6)) * lr
-        assert logged[batch * iteration] == pytest.approx(expected, rel=1e-6), iteration
-
-
-@pytest.mark.parametrize("script", GYM_SCRIPTS, ids=repr)
-def test_a_smaller_total_on_resume_steepens_the_learning_rate_decay_and_says_so(script, tmp_path, monkeypatch,
-                                                                               signal_at, capsys):
-    """A run of 6 updates stopped after its 3rd, resumed with a total of 4: the rate goes on with train()'s
-    schedule for 4 updates, lower at once (1/4 of --learning-rate at the 4th, not 1/2), and the run says so."""
-    lr = 1e-3
-    batch = script.module.parse_args(script.short).batch_size  # 256
-    signal_at(int(2.5 * batch))  # half-way through the 3rd rollout: the run stops after its 3rd update
-    argv = script.short + ["--learning-rate", str(lr), "--total-timesteps", str(6 * batch)]
-    assert train_in(tmp_path, script, argv, monkeypatch) == 130
+    if stopped:
+        signal_at(int(2.5 * batch))  # half-way through the 3rd rollout: the run stops after its 3rd update
+    argv = script.short + ["--learning-rate", str(lr), "--total-timesteps", str(before * batch)]
+    assert train_in(tmp_path, script, argv, monkeypatch) == (130 if stopped else None)
     signal_at(None)
     capsys.readouterr()
-    run_dir = resume(tmp_path, script, ["--total-timesteps", str(4 * batch)], monkeypatch)
-    # at the stop (update 3 of 6): (1 - 2/6) lr; at the next update (4 of 4): (1 - 3/4) lr
-    assert (f"resume: --total-timesteps {4 * batch}, the run started with {6 * batch}: --anneal-lr's linear decay "
-            f"now runs to 0 over the new total, so the learning rate goes from 6.7e-04 at the stop to 2.5e-04 at "
-            f"the next update") in capsys.readouterr().out.splitlines()
+    run_dir = resume(tmp_path, script, ["--total-timesteps", str(after * batch)], monkeypatch)
+    assert (f"resume: --total-timesteps {after * batch}, the run started with {before * batch}: --anneal-lr's "
+            f"linear decay now runs to 0 over the new total, so the learning rate {said} at the next update"
+            ) in capsys.readouterr().out.splitlines()
     logged = dict(read_scalars(run_dir)["charts/learning_rate"])
-    assert sorted(logged) == [batch * i for i in range(1, 5)]
-    assert logged[4 * batch] == pytest.approx(0.25 * lr, rel=1e-6)
+    assert sorted(logged) == [batch * i for i in range(1, after + 1)]
+    for iteration in range(1, after + 1):  # the first life's 3 on the old total's schedule, then the new one's
+        expected = (1.0 - (iteration - 1.0) / (before if iteration <= 3 else after)) * lr
+        assert logged[batch * iteration] == pytest.approx(expected, rel=1e-6), iteration
 
 
 @pytest.mark.parametrize("script", [GODOT], ids=repr)
