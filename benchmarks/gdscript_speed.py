@@ -1,8 +1,9 @@
 """What a decision of an exported GDScript policy (--gdscript-export-path) costs in the engine: Debian's
 Godot 3.2.3 headless runs godot/run_policy.gd over random observations, once per policy of the demo
 game, and once for dense nets with a camera CNN's share of multiply-adds, to see whether a camera
-policy could fit a frame. The frame share: 16 agents each deciding once every action-repeat ticks of a
-60 fps game (a 16.7 ms frame).
+policy could fit a frame; the demo's policies also on Godot 4.6, the official web template in headless
+Chromium (tests/godot4_web.py: WebAssembly, one thread). The frame share: 16 agents each deciding once
+every action-repeat ticks of a 60 fps game (a 16.7 ms frame).
 
     python benchmarks/gdscript_speed.py [--decisions 2000]
 """
@@ -20,6 +21,8 @@ from torch import nn
 from common import REPO, fmt, write_table
 
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+import godot4_web  # noqa: E402
 import ppo_godot  # noqa: E402
 
 FRAME_MS = 1000 / 60
@@ -41,16 +44,31 @@ def multiply_adds(actor):
     return sum(layer.in_features * layer.out_features for layer in actor if isinstance(layer, nn.Linear))
 
 
+def random_observations(obs_layout):
+    rng = np.random.default_rng(0)
+    return [{key: rng.uniform(-1, 1, shape[0]).tolist() for key, shape in obs_layout} for _ in range(200)]
+
+
 def usec_per_decision(agent, obs_layout, action_heads, decisions, folder):
     path = folder / "policy.gd"
     ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "benchmarks/gdscript_speed.py")
-    rng = np.random.default_rng(0)
-    observations = [{key: rng.uniform(-1, 1, shape[0]).tolist() for key, shape in obs_layout} for _ in range(200)]
+    observations = random_observations(obs_layout)
     (folder / "obs.json").write_text(json.dumps(observations))
     subprocess.run(["godot3-server", "-s", str(REPO / "godot" / "run_policy.gd"), f"--policy={path}",
                     f"--observations={folder / 'obs.json'}", f"--actions={folder / 'out.json'}",
                     f"--repeat={max(1, decisions // len(observations))}"], check=True, capture_output=True, cwd=folder)
     return json.loads((folder / "out.json").read_text())["usec_per_decision"], path.stat().st_size
+
+
+def usec_on_godot4(agents, decisions, folder):
+    """Each (agent, obs_layout, action_heads)'s microseconds a decision on Godot 4.6's web build, one run of it."""
+    cases = []
+    for i, (agent, obs_layout, action_heads) in enumerate(agents):
+        path = folder / f"policy{i}.gd"
+        ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "benchmarks/gdscript_speed.py")
+        observations = random_observations(obs_layout)
+        cases.append((path, observations, False, 0, max(1, decisions // len(observations))))
+    return [played["usec_per_decision"] for played in godot4_web.play_policies(cases)]
 
 
 def main():
@@ -63,10 +81,13 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        demo = []
         for label, obs_layout, action_heads in DEMO:
             agent = ppo_godot.Agent(obs_layout, action_heads)
             usec, size = usec_per_decision(agent, obs_layout, action_heads, args.decisions, folder)
             rows.append((label, multiply_adds(agent.actor), usec, size))
+            demo.append((agent, obs_layout, action_heads))
+        web = usec_on_godot4(demo, args.decisions, folder) if not godot4_web.missing() else None
         for width in args.camera_widths:  # the export refuses cameras; a dense net of their inputs is timed instead
             layout, heads = [("pixels", (CAMERA_PIXELS,))], [("move", "discrete", 5)]
             agent = ppo_godot.Agent(layout, heads)
@@ -82,8 +103,7 @@ def main():
              "| policy | multiply-adds | ms a decision | file | 16 agents, share of a 60 fps frame: repeat 1 / 8 "
              "(plugin default) |", "|---|---|---|---|---|"]
     for label, macs, usec, size in rows:
-        share = [f"{AGENTS * usec / 1000 / (repeat * FRAME_MS):.1%}" for repeat in (1, 8)]
-        lines.append(f"| {label} | {fmt(macs)} | {usec / 1000:.3f} | {size / 1024:,.0f} KiB | {' / '.join(share)} |")
+        lines.append(f"| {label} | {fmt(macs)} | {usec / 1000:.3f} | {size / 1024:,.0f} KiB | {frame_share(usec)} |")
     camera_ms = 740_000 * dense_ns / 1e6
     lines += ["", f"Per multiply-add: {mlp_ns:.0f} ns in the 64-64 MLPs, {dense_ns:.0f} ns in the camera-sized "
                   f"dense nets. At {dense_ns:.0f} ns, the camera CNN's ~740,000 multiply-adds take about "
@@ -91,7 +111,21 @@ def main():
                   f"the export refuses cameras and points to --onnx-export-path.",
               "A repeat of 8 with every agent deciding on the same tick puts the whole repeat-1 share into "
               "that one frame; the plugin's Sync node does so (sync.gd lines 189-197)."]
+    if web:
+        lines += ["", "Godot 4.6, the official web export template (WebAssembly, single-threaded) in Debian's Chromium, "
+                      "headless, the same files and observations:", "",
+                  "| policy | ms a decision, Godot 4.6 web | against Godot 3.2.3 native | 16 agents, share of a 60 fps "
+                  "frame: repeat 1 / 8 |", "|---|---|---|---|"]
+        for (label, _, native, _), usec in zip(rows, web):
+            lines.append(f"| {label} | {usec / 1000:.3f} | {usec / native:.2f}x | {frame_share(usec)} |")
+    else:
+        lines += ["", f"Godot 4.6 (web) not measured: {godot4_web.missing()}"]
     write_table("gdscript_speed", lines)
+
+
+def frame_share(usec):
+    """16 agents' share of a 60 fps frame, deciding every tick / every 8 ticks."""
+    return " / ".join(f"{AGENTS * usec / 1000 / (repeat * FRAME_MS):.1%}" for repeat in (1, 8))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import godot4_web
 from conftest import REPO, benchmark, needs_godot
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -141,6 +142,18 @@ def test_the_headless_windowed_table_gives_the_return_at_the_end_of_each_run():
     assert run["final"] == np.mean(np.arange(200, 300)) == run["curve"][1][-1]
     np.testing.assert_array_equal(run["curve"][0], np.arange(300.0))
     assert np.isnan(godot_headless_windowed.returns_of([], started=0.0)["final"])
+
+
+def test_the_gdscript_speed_benchmark_times_a_policy_on_godot_3_and_on_godot_4_6_s_web_build(tmp_path):
+    needs_godot()
+    godot4_web.needs_godot4()
+    gdscript_speed = benchmark("gdscript_speed")
+    layout, heads = [("obs", (4,))], [("move", "discrete", 5)]
+    agent = gdscript_speed.ppo_godot.Agent(layout, heads)
+    usec, size = gdscript_speed.usec_per_decision(agent, layout, heads, 200, tmp_path)
+    (web,) = gdscript_speed.usec_on_godot4([(agent, layout, heads)], 200, tmp_path)
+    assert 0 < usec < 100_000 and 0 < web < 100_000 and size > 10_000
+    assert gdscript_speed.frame_share(1000 / 60 * 1000 / 16) == "100.0% / 12.5%"
 
 
 def test_action_repeat_benchmark_passes_its_flags_to_the_game(port):

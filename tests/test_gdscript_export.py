@@ -1,8 +1,9 @@
-"""--gdscript-export-path on Debian's Godot 3 engine: the exported file, run by the engine
-(godot/run_policy.gd), acts as the torch policy does on observations recorded from the real game, for
-each action kind and for several keys; the demo game plays it alone (no Python) to the mean return
---eval-checkpoint gets; and gdtoolkit's Godot 4 parser reads the exported files and every GDScript
-snippet in the docs (no Godot 4 engine installs here)."""
+"""--gdscript-export-path on real engines: Debian's Godot 3.2.3 (godot/run_policy.gd) and Godot 4.6, the
+official web template in headless Chromium (tests/godot4_web.py, tests/godot4_run_policies.gd). On each the
+exported file acts as the torch policy does on observations recorded from the real game, for each action kind
+and for several keys, and its sampled mode draws as the policy says; the demo game plays it alone (no Python)
+to the mean return --eval-checkpoint gets; and gdtoolkit's Godot 4 parser reads the exported files and every
+GDScript snippet in the docs."""
 import json
 import re
 import subprocess
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+import godot4_web
 import ppo_godot
 import ppo_godot_multi_policy as multi
 from conftest import REPO, free_port, needs_godot, run_script
@@ -65,16 +67,32 @@ def engine_plays(policy_path, observations, folder, *flags):
     return played["actions"], played["usec_per_decision"]
 
 
+def godot4_plays(cases):
+    """The actions each exported file chose in Godot 4.6 (the web template in Chromium), a list a case: cases
+    [(policy path, observations, sample, seed)], played in one run of the engine."""
+    return [played["actions"] for played in godot4_web.play_policies(cases)]
+
+
+ENGINES = {"godot 3.2.3": lambda path, observations, folder, *flags: engine_plays(path, observations, folder, *flags)[0],
+           "godot 4.6": lambda path, observations, folder, *flags: godot4_plays(
+               [(path, observations, "--sample" in flags, int(next((f[7:] for f in flags if f.startswith("--seed=")), 0)))])[0]}
+
+
+def needs(engine):
+    needs_godot() if engine == "godot 3.2.3" else (needs_godot(), godot4_web.needs_godot4())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", ["discrete", "multidiscrete", "continuous", "plugin"])
-def test_the_engine_plays_the_exported_file_as_torch_does(kind, tmp_path):
+def test_the_engine_plays_the_exported_file_as_torch_does(kind, engine, tmp_path):
     """plugin: the game as the Godot RL Agents plugin makes it: two keys declared out of alphabetical order,
-    a discrete and a continuous action."""
-    needs_godot()
+    a discrete and a continuous action. The observations come from the real game (Godot 3.2.3)."""
+    needs(engine)
     agent, obs_layout, action_heads, rows = recorded_game(kind)
     assert len(rows) >= 1000
     path = tmp_path / "policy.gd"
-    ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "the tests")
-    played, _ = engine_plays(path, [as_get_obs(row, obs_layout) for row in rows], tmp_path)
+    ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), 'the tests, a "quoted" run')
+    played = ENGINES[engine](path, [as_get_obs(row, obs_layout) for row in rows], tmp_path)
     with torch.no_grad():
         greedy = agent.get_action(torch.as_tensor(rows), greedy=True).numpy()
     expected = [ppo_godot.to_game_action(action, action_heads) for action in greedy]
@@ -94,10 +112,11 @@ def test_the_engine_plays_the_exported_file_as_torch_does(kind, tmp_path):
         assert [key for key, _ in obs_layout] == ["position", "to_target"]  # sorted; the game declares to_target first
 
 
-def test_the_sampled_mode_draws_from_the_policy(tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_sampled_mode_draws_from_the_policy(engine, tmp_path):
     """act(obs, true): a discrete action's choices as often as pi(a|s) says, a continuous one's mean +
     std * N(0, 1) (its observation keeps the mean near 0, away from the clamp)."""
-    needs_godot()
+    needs(engine)
     torch.manual_seed(1)
     layout, heads = [("obs", (3,))], [("move", "discrete", 4), ("aim", "continuous", 1)]
     agent = ppo_godot.Agent(layout, heads)
@@ -110,14 +129,14 @@ def test_the_sampled_mode_draws_from_the_policy(tmp_path):
     ppo_godot.export_gdscript(agent, layout, heads, str(path), "the tests")
     obs = [0.5, -1.0, 2.0]
     n = 4000
-    played, _ = engine_plays(path, [{"obs": obs}] * n, tmp_path, "--sample", "--seed=7")
+    played = ENGINES[engine](path, [{"obs": obs}] * n, tmp_path, "--sample", "--seed=7")
     with torch.no_grad():
         pi = agent.action_distributions(torch.tensor([obs]))[0].exp()[0].numpy()
     frequencies = np.bincount([a["move"] for a in played], minlength=4) / n
     np.testing.assert_allclose(frequencies, pi, atol=0.03)  # 4 standard errors at most
     aims = np.array([a["aim"][0] for a in played])
     assert abs(aims.mean()) < 0.02 and abs(aims.std() - 0.2) < 0.02
-    greedy, _ = engine_plays(path, [{"obs": obs}] * 3, tmp_path)
+    greedy = ENGINES[engine](path, [{"obs": obs}] * 3, tmp_path)
     assert all(a == {"move": int(pi.argmax()), "aim": [0.0]} for a in greedy)
 
 
@@ -211,15 +230,9 @@ def gdparse(path):
     return proc.returncode, proc.stderr[-2000:]
 
 
-@pytest.mark.parametrize("layout", ["discrete", "mixed, several keys"])
-def test_godot_4_parses_the_exported_file(layout, tmp_path):
-    obs_layout = [("obs", (4,))] if layout == "discrete" else [("position", (2,)), ("to_target", (2,))]
-    heads = ([("move", "discrete", 5)] if layout == "discrete"
-             else [("sprint", "discrete", 2), ("direction", "continuous", 2)])
-    path = tmp_path / "policy.gd"
-    ppo_godot.export_gdscript(ppo_godot.Agent(obs_layout, heads), obs_layout, heads, str(path), 'a "quoted" run')
-    assert gdparse(path) == (0, "")
-    path.write_text(path.read_text() + "\nfunc broken(:\n")  # the parser does refuse what Godot 4 would
+def test_the_parser_refuses_what_godot_4_would(tmp_path):
+    path = tmp_path / "broken.gd"
+    path.write_text("func act(obs):\n\treturn {}\n\nfunc broken(:\n")
     assert gdparse(path)[0] != 0
 
 
