@@ -112,8 +112,8 @@ def main():
               "A repeat of 8 with every agent deciding on the same tick puts the whole repeat-1 share into "
               "that one frame; the plugin's Sync node does so (sync.gd lines 189-197)."]
     if web:
-        lines += ["", "Godot 4.6, the official web export template (WebAssembly, single-threaded) in Debian's Chromium, "
-                      "headless, the same files and observations:", "",
+        lines += ["", "Godot 4.6, the official web export template (WebAssembly, single-threaded) in Debian's "
+                      "Chromium, headless, the same files and observations:", "",
                   "| policy | ms a decision, Godot 4.6 web | against Godot 3.2.3 native | 16 agents, share of a 60 fps "
                   "frame: repeat 1 / 8 |", "|---|---|---|---|"]
         for (label, _, native, _), usec in zip(rows, web):

@@ -59,12 +59,14 @@ def main():
     def same(tag):
         if tag in args.fewer:  # each point today's script still logs is the base's (a tag may go entirely)
             kept = dict(old.get(tag, []))
-            return all(step in kept and np.array_equal(value, kept[step], equal_nan=True) for step, value in new.get(tag, []))
+            return all(step in kept and np.array_equal(value, kept[step], equal_nan=True)
+                       for step, value in new.get(tag, []))
         return tag in old and tag in new and np.array_equal(old[tag], new[tag], equal_nan=True)
 
     differ = sorted(tag for tag in old.keys() | new.keys() if not same(tag))
     points = sum(len(v) for v in new.values())
-    fewer = "".join(f"; {tag}: {len(new.get(tag, []))} of the base's {len(old.get(tag, []))} points" for tag in args.fewer)
+    fewer = "".join(f"; {tag}: {len(new.get(tag, []))} of the base's {len(old.get(tag, []))} points"
+                    for tag in args.fewer)
     print(f"{args.script} {' '.join(flags)}: {len(new)} tags, {points} points{fewer}; "
           + (f"DIFFER: {', '.join(differ)}" if differ else f"identical to {base_script} of {args.base}"))
     sys.exit(1 if differ else 0)

@@ -117,15 +117,13 @@ class Console(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def play(files, args=(), timeout=180, screenshot=None):
-    """Runs a game made of files ({res:// path: bytes or text, or None to leave a default out}; project.godot
+def play(files, args=(), timeout=180):
+    """Runs a game made of files ({res:// path: bytes or text}; project.godot
     and main.tscn default to a main scene of one Node with main.gd) in Chromium: {"print": [...], "error":
-    [...], "exit": its code if it quit, "done": whether it printed DONE}. With
-    screenshot (a path), Chromium draws the page at its end instead (no --headless for the engine)."""
+    [...], "exit": its code if it quit, "done": whether it printed DONE, "engine_noise": ENGINE_NOISE lines}."""
     # an empty class cache: without it the engine says "Could not load global script cache"
     files = {"project.godot": PROJECT, "main.tscn": MAIN_SCENE, ".godot/global_script_class_cache.cfg": "list=[]\n",
              **files}
-    files = {name: data for name, data in files.items() if data is not None}  # None: a default left out
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         for name in ("index.js", "index.wasm"):
@@ -140,15 +138,11 @@ def play(files, args=(), timeout=180, screenshot=None):
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-quic", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist",
                  f"--user-data-dir={folder / 'profile'}"]
-        if screenshot:  # drawn after its virtual time budget: the page as it stands then
-            flags += [f"--screenshot={screenshot}", "--window-size=640,480", "--virtual-time-budget=60000"]
         browser = subprocess.Popen([CHROMIUM, *flags, url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    start_new_session=True)
         play.last_browser = browser.pid  # its session's group: the tests check that nothing of it is left
         try:
-            if screenshot:
-                browser.wait(timeout=timeout)
-            elif not server.done.wait(timeout):
+            if not server.done.wait(timeout):
                 raise TimeoutError(f"the game did not end within {timeout} s; it printed {server.lines[-5:]}")
         finally:
             browser.kill()

@@ -2,8 +2,8 @@
 official web template in headless Chromium (tests/godot4_web.py, tests/godot4_run_policies.gd). On each the
 exported file acts as the torch policy does on observations recorded from the real game, for each action kind
 and for several keys, and its sampled mode draws as the policy says; the demo game plays it alone (no Python)
-to the mean return --eval-checkpoint gets; and gdtoolkit's Godot 4 parser reads the exported files and every
-GDScript snippet in the docs."""
+to the mean return --eval-checkpoint gets; and gdtoolkit's Godot 4 parser reads every GDScript snippet in the
+docs (they need the plugin's controllers, which do not run here)."""
 import json
 import re
 import subprocess
@@ -58,28 +58,34 @@ def as_get_obs(row, obs_layout):
 
 
 def engine_plays(policy_path, observations, folder, *flags):
-    """The actions the exported file chose in Godot 3 for each observation, and its microseconds a decision."""
+    """The actions the exported file chose in Godot 3 for each observation, its microseconds a decision, and
+    what the engine wrote on stderr."""
     (folder / "obs.json").write_text(json.dumps(observations))
-    subprocess.run(["godot3-server", "-s", str(RUN_POLICY), f"--policy={policy_path}",
-                    f"--observations={folder / 'obs.json'}", f"--actions={folder / 'actions.json'}", *flags],
-                   check=True, capture_output=True, timeout=120, cwd=folder)
+    proc = subprocess.run(["godot3-server", "-s", str(RUN_POLICY), f"--policy={policy_path}",
+                           f"--observations={folder / 'obs.json'}", f"--actions={folder / 'actions.json'}", *flags],
+                          check=True, capture_output=True, text=True, timeout=120, cwd=folder)
     played = json.loads((folder / "actions.json").read_text())
-    return played["actions"], played["usec_per_decision"]
+    return played["actions"], played["usec_per_decision"], proc.stderr
 
 
-def godot4_plays(cases):
-    """The actions each exported file chose in Godot 4.6 (the web template in Chromium), a list a case: cases
-    [(policy path, observations, sample, seed)], played in one run of the engine."""
-    return [played["actions"] for played in godot4_web.play_policies(cases)]
+def godot3_plays(path, observations, folder, sample=False, seed=0):
+    """The actions the exported file chose in Godot 3.2.3 for each observation."""
+    return engine_plays(path, observations, folder, *(["--sample", f"--seed={seed}"] if sample else []))[0]
 
 
-ENGINES = {"godot 3.2.3": lambda path, observations, folder, *flags: engine_plays(path, observations, folder, *flags)[0],
-           "godot 4.6": lambda path, observations, folder, *flags: godot4_plays(
-               [(path, observations, "--sample" in flags, int(next((f[7:] for f in flags if f.startswith("--seed=")), 0)))])[0]}
+def godot4_plays(path, observations, folder, sample=False, seed=0):
+    """The actions the exported file chose in Godot 4.6 (the web template in Chromium) for each observation."""
+    (played,) = godot4_web.play_policies([(path, observations, sample, seed)])
+    return played["actions"]
+
+
+ENGINES = {"godot 3.2.3": godot3_plays, "godot 4.6": godot4_plays}
 
 
 def needs(engine):
-    needs_godot() if engine == "godot 3.2.3" else (needs_godot(), godot4_web.needs_godot4())
+    needs_godot()  # the observations come from the Godot 3 game
+    if engine == "godot 4.6":
+        godot4_web.needs_godot4()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -129,7 +135,7 @@ def test_the_sampled_mode_draws_from_the_policy(engine, tmp_path):
     ppo_godot.export_gdscript(agent, layout, heads, str(path), "the tests")
     obs = [0.5, -1.0, 2.0]
     n = 4000
-    played = ENGINES[engine](path, [{"obs": obs}] * n, tmp_path, "--sample", "--seed=7")
+    played = ENGINES[engine](path, [{"obs": obs}] * n, tmp_path, sample=True, seed=7)
     with torch.no_grad():
         pi = agent.action_distributions(torch.tensor([obs]))[0].exp()[0].numpy()
     frequencies = np.bincount([a["move"] for a in played], minlength=4) / n
@@ -299,9 +305,10 @@ def test_a_weight_or_bias_that_is_not_a_number_gets_one_line(where, value, tmp_p
     assert not list(tmp_path.iterdir())
 
 
-def test_greedy_play_takes_the_first_largest_logit_on_a_tie(tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_greedy_play_takes_the_first_largest_logit_on_a_tie(engine, tmp_path):
     """As the file's comment says, and as torch's argmax does: logits [0, 2, 1, 2] play 1, not 3."""
-    needs_godot()
+    needs(engine)
     layout, heads = [("obs", (2,))], [("move", "discrete", 4), ("turn", "discrete", 3)]
     agent = ppo_godot.Agent(layout, heads)
     with torch.no_grad():  # the logits are the last layer's biases alone
@@ -310,7 +317,7 @@ def test_greedy_play_takes_the_first_largest_logit_on_a_tie(tmp_path):
         assert agent.get_action(torch.tensor([[0.3, -0.7]]), greedy=True).tolist() == [[1.0, 0.0]]
     path = tmp_path / "policy.gd"
     ppo_godot.export_gdscript(agent, layout, heads, str(path), "the tests")
-    played, _ = engine_plays(path, [{"obs": [0.3, -0.7]}, {"obs": [-5.0, 9.0]}], tmp_path)
+    played = ENGINES[engine](path, [{"obs": [0.3, -0.7]}, {"obs": [-5.0, 9.0]}], tmp_path)
     assert played == [{"move": 1, "turn": 0}] * 2
 
 
@@ -320,14 +327,11 @@ def test_act_on_a_missing_or_short_key_says_so_and_returns_nothing(tmp_path):
     path = tmp_path / "policy.gd"
     ppo_godot.export_gdscript(ppo_godot.Agent(layout, heads), layout, heads, str(path), "the tests")
     observations = [{"position": [0.1, 0.2]}, {"position": [0.1, 0.2], "to_target": [0.3]},
-                    {"position": [0.1, 0.2, 0.5], "to_target": [0.3, 0.4]}, {"position": [0.1, 0.2], "to_target": [0.3, 0.4]}]
-    (tmp_path / "obs.json").write_text(json.dumps(observations))
-    proc = subprocess.run(["godot3-server", "-s", str(RUN_POLICY), f"--policy={path}",
-                           f"--observations={tmp_path / 'obs.json'}", f"--actions={tmp_path / 'actions.json'}"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads((tmp_path / "actions.json").read_text())["actions"][:3] == [{}, {}, {}]
-    errors = [line for line in proc.stderr.splitlines() if "policy: get_obs() needs" in line]
+                    {"position": [0.1, 0.2, 0.5], "to_target": [0.3, 0.4]},
+                    {"position": [0.1, 0.2], "to_target": [0.3, 0.4]}]
+    played, _, stderr = engine_plays(path, observations, tmp_path)
+    assert played[:3] == [{}, {}, {}] and played[3] != {}
+    errors = [line for line in stderr.splitlines() if "policy: get_obs() needs" in line]
     assert [line.split("policy: ", 1)[-1] for line in errors] == [
         "get_obs() needs the key to_target with 2 values", "get_obs() needs the key to_target with 2 values",
         "get_obs() needs the key position with 2 values"]

@@ -230,7 +230,8 @@ bad_action = edited(set_value(1, 1, 3, [7]))
     ("chase_discrete", edited(lambda episodes: episodes.__setitem__(slice(None), [[e[0][-1:], []]
                                                                                  for e in episodes])),
      "no episode of"),
-], ids=["obs-size", "action-size", "action-outside", "action-of-the-size", "continuous-outside", "more-keys", "not-numbers", "nan", "fewer-actions",
+], ids=["obs-size", "action-size", "action-outside", "action-of-the-size", "continuous-outside", "more-keys",
+        "not-numbers", "nan", "fewer-actions",
         "no-action"])
 def test_demonstrations_that_do_not_fit_the_game_get_one_line_and_leave_no_game(game, demos, message, tmp_path,
                                                                                  port):
