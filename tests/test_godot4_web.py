@@ -26,12 +26,12 @@ def test_a_game_that_never_ends_is_stopped_and_leaves_no_process():
         godot4_web.play({"main.gd": 'extends Node\n\n\nfunc _ready():\n\tprint("waiting")\n'}, args=["--headless"],
                         timeout=10)
     with pytest.raises(ProcessLookupError):  # the browser's session: Chromium and every process it started
-        os.killpg(godot4_web.play.last_browser, 0)
+        os.killpg(godot4_web.web.run_page.last_browser, 0)
 
 
 def test_the_pack_lists_each_file_with_its_offset_size_and_md5(tmp_path):
     files = {"b.txt": "b", "a/x.bin": b"\x00\x01"}
-    godot4_web.write_pack(files, tmp_path / "game.pck")
+    godot4_web.web.write_pack(files, tmp_path / "game.pck")
     pack = (tmp_path / "game.pck").read_bytes()
     assert pack[:4] == b"GDPC" and int.from_bytes(pack[4:8], "little") == 3
     for name, data in files.items():

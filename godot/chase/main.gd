@@ -1,14 +1,12 @@
 extends Node
-# Chase: n_agents agents, each chasing its own target in the square [-1, 1] x [-1, 1].
+# Chase, the Godot 3 game: its rules are rules.gd (tag.gd in tag mode, set by tag.tscn), which the
+# Godot 4 web build (web/main.gd) runs too; this file is the engine's side of them.
 #
 # The game is its own sync node: it connects to the trainer (ppo_godot.py, through godot-rl's
 # GodotEnv, is the TCP server) and answers Godot RL Agents' messages, each a 4-byte little-endian
-# length and UTF-8 JSON: handshake, env_info, reset, action, call, close.
-#
-# Reward per action: SHAPING x (distance closed) - 0.01, plus 1 on reaching the target.
-# An episode ends by reaching the target (terminated) or after MAX_STEPS actions (a time-out, sent
-# as info.truncated). Like gymnasium 1.0, a finished agent sends its final observation with done,
-# then is reset by the next action message, which it ignores (reward 0, info.autoreset).
+# length and UTF-8 JSON: handshake, env_info, reset, action, call, close. Like gymnasium 1.0, a
+# finished agent sends its final observation with done, then is reset by the next action message,
+# which it ignores (reward 0, info.autoreset); a time-out is sent as info.truncated.
 #
 # --autoreset_mode=same_step resets a finished agent at once instead, as gymnasium 1.0's SAME_STEP
 # mode does: the step message carries the next episode's first observation in obs and the final one
@@ -49,23 +47,19 @@ extends Node
 # [observations, actions] per episode, is written when the game quits: after --episodes of them (100 by
 # default). Vector observations only: the plugin records the obs key alone.
 
-const MAX_STEPS = 100  # actions per episode before a time-out
-const DT = 1.0 / 60.0  # game seconds per physics tick
-const SPEED = 1.5  # units per game second at full speed
-const REACH = 0.1  # distance that counts as reaching the target
-const SHAPING = 10.0  # reward per unit of distance closed
 const CONNECT_TIMEOUT_MS = 30000
 const CAMERA = 36  # pixels a side of an agent's camera image: the plugin's minimum
 const WALL = 2  # pixels of wall on each side; the arena fills the rest
 const MARK = 4  # pixels a side of the agent's and the target's squares
 const WINDOW_SCALE = 8  # the window shows agent 0's arena this many times larger
 
+export var rules_path = "res://rules.gd"  # tag.tscn: res://tag.gd
+
+var rules = null  # the game's state and rules (rules.gd)
 var peer = StreamPeerTCP.new()
-var rng = RandomNumberGenerator.new()
 var connected = false
 var port = 11008
 var n_agents = 16
-var action_type = "discrete"
 var plugin = false  # --action_type=plugin
 var same_step = false  # --autoreset_mode=same_step
 var action_repeat = 1
@@ -73,15 +67,6 @@ var tick_in_action = 0
 var waiting_for_reply = false
 
 var args = {}  # the command line's --key=value arguments
-var positions = []
-var targets = []
-var velocities = []  # the current action, as a velocity applied every tick
-var steps = []
-var rewards = []
-var dones = []
-var truncated = []
-var frozen = []  # done, or reset by this action: does not move
-var autoreset = []
 var camera = false  # --observation=camera
 var viewport = null  # camera: every agent's arena, in a grid
 var cells = []  # camera: each agent's place in the viewport
@@ -90,14 +75,9 @@ var screenshot = ""  # camera: where to save the window's first drawing
 var camera_usec = [0, 0]  # camera: microseconds the last observations took to draw and read back, and to hex-encode
 var marks = []  # camera: [agent square, target square] of each arena drawn, the window's last
 var policies = []  # --policy: each agent's exported policy; empty when a trainer plays
-var agent_names = []  # --policy: each agent's policy name
-var rounds = 0  # --policy: the episodes each agent plays
-var returns = []  # --policy: each agent's return so far in its episode, its length, its episodes ended
-var lengths = []
-var ended = []
-var totals = {}  # --policy: each policy's counted episodes, [their number, the sum of their returns]
 var acting = false  # --policy: an action is under way
 var recording = ""  # --record_demos: the file
+var rounds = 0  # --record_demos: the episodes to record
 var demos = []  # --record_demos: agent 0's finished episodes, each [observations, actions]
 var demo = [[], []]  # --record_demos: its episode under way
 
@@ -108,16 +88,15 @@ func _ready():
 			var parts = arg.substr(2, arg.length() - 2).split("=", true, 1)
 			args[parts[0]] = parts[1]
 	port = int(args.get("port", "11008"))
-	rng.seed = int(args.get("env_seed", "0"))
 	action_repeat = max(1, int(args.get("action_repeat", "1")))
-	n_agents = int(args.get("n_agents", "16"))
-	action_type = args.get("action_type", "discrete")
-	plugin = action_type == "plugin"
+	rules = load(rules_path).new()
+	rules.start(args)
+	n_agents = rules.n_agents
+	plugin = rules.plugin
 	same_step = args.get("autoreset_mode", "next_step") == "same_step" and not plugin
 	camera = args.get("observation", "position") == "camera" and not plugin
 	screenshot = args.get("screenshot", "")
 	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
-	make_agents()
 	if camera:
 		make_cameras()
 	if args.has("record_demos"):
@@ -133,20 +112,6 @@ func _ready():
 	if not connected:
 		printerr("chase: no trainer listening on 127.0.0.1:%d" % port)
 		get_tree().quit(1)
-
-
-func make_agents():
-	for i in range(n_agents):
-		positions.append(Vector2())
-		targets.append(Vector2())
-		velocities.append(Vector2())
-		steps.append(0)
-		rewards.append(0.0)
-		dones.append(false)
-		truncated.append(false)
-		frozen.append(false)
-		autoreset.append(false)
-		reset_agent(i)
 
 
 func connect_to_trainer():
@@ -171,8 +136,7 @@ func play_alone():
 		get_tree().quit(2)
 		return
 	var loaded = {}
-	agent_names = names()
-	for name in agent_names:
+	for name in rules.names():
 		var path = args.get("policy_" + name, args.get("policy", ""))
 		if not loaded.has(path):
 			var script = load(path) if path != "" else null
@@ -182,15 +146,8 @@ func play_alone():
 				return
 			loaded[path] = script.new()
 		policies.append(loaded[path])
-	var agents_of = {}  # each policy's agents: the one of fewest plays --episodes, as in --eval-checkpoint
-	for name in agent_names:
-		agents_of[name] = agents_of.get(name, 0) + 1
-	rounds = int(ceil(float(args.get("episodes", "100")) / agents_of.values().min()))
-	for i in range(n_agents):
-		returns.append(0.0)
-		lengths.append(0)
-		ended.append(0)
-	reset_all()  # as the trainer's first reset message does
+	rules.start_counting(int(args.get("episodes", "100")))
+	rules.reset_all()  # as the trainer's first reset message does
 
 
 func record_alone():
@@ -200,17 +157,17 @@ func record_alone():
 		return
 	recording = args["record_demos"]
 	rounds = int(args.get("episodes", "100"))
-	reset_all()  # as the trainer's first reset message does
+	rules.reset_all()  # as the trainer's first reset message does
 
 
 func act_recording():
 	if acting:
-		end_action()
+		rules.end_action()
 	var actions = []
 	for i in range(n_agents):
-		actions.append(scripted_action(i))
+		actions.append(rules.scripted_action(i))
 	demo[0].append(observation(0)["obs"])
-	if dones[0]:  # its episode ended on the last action: the final observation, and no action
+	if rules.dones[0]:  # its episode ended on the last action: the final observation, and no action
 		demos.append(demo)
 		demo = [[], []]
 		if demos.size() >= rounds:
@@ -218,7 +175,7 @@ func act_recording():
 			return
 	else:
 		demo[1].append(action_array(actions[0], 0))
-	start_action(actions)
+	rules.start_action(actions)
 	acting = true
 
 
@@ -235,23 +192,9 @@ func write_demos():
 	get_tree().quit()
 
 
-func scripted_action(i):
-	# straight for the target: in the discrete game along the axis with the larger distance
-	var to_target = targets[i] - positions[i]
-	match action_type:
-		"continuous":
-			var direction = to_target.normalized()
-			return {"move": [direction.x, direction.y]}
-		"multidiscrete":  # each axis: 0 back, 1 stay, 2 forward
-			return {"move_x": int(sign(to_target.x)) + 1, "move_y": int(sign(to_target.y)) + 1}
-	if abs(to_target.x) > abs(to_target.y):
-		return {"move": 3 if to_target.x < 0 else 4}
-	return {"move": 1 if to_target.y < 0 else 2}
-
-
 func action_array(action, i):
 	# an action dict as the plugin's get_action() returns it: its values, flat, in the action space's order
-	var space = action_space()
+	var space = rules.action_space()
 	if space is Array:  # one entry per agent
 		space = space[i]
 	var out = []
@@ -266,38 +209,17 @@ func action_array(action, i):
 
 func act_alone():
 	if acting:
-		end_action()
-		count_episodes()
-		if ended.min() >= rounds:
-			for name in totals:
-				print("policy=%s mean_return=%.6f over %d episodes" % [name, totals[name][1] / totals[name][0],
-					totals[name][0]])
+		rules.end_action()
+		if rules.count_episodes():
+			rules.print_means()
 			policies = []  # done: no more actions
 			get_tree().quit()
 			return
 	var actions = []
 	for i in range(n_agents):
 		actions.append(policies[i].act(observation(i)))
-	start_action(actions)
+	rules.start_action(actions)
 	acting = true
-
-
-func count_episodes():
-	for i in range(n_agents):
-		returns[i] += rewards[i]
-		if not autoreset[i]:  # a step that only resets belongs to no episode
-			lengths[i] += 1
-		if dones[i]:
-			if ended[i] < rounds:
-				var total = totals.get(agent_names[i], [0, 0.0])
-				totals[agent_names[i]] = [total[0] + 1, total[1] + returns[i]]
-				print("policy=%s agent=%d episodic_return=%.6f episodic_length=%d (%s)" % [agent_names[i], i,
-					returns[i], lengths[i], "time-out" if truncated[i] else "terminated"])
-			ended[i] += 1
-			returns[i] = 0.0
-			lengths[i] = 0
-			if plugin:  # sync.gd clears an agent's done once it has sent it
-				dones[i] = false
 
 
 func _physics_process(_delta):
@@ -305,13 +227,13 @@ func _physics_process(_delta):
 		if tick_in_action == 0:
 			act_recording()
 		if recording != "":
-			tick_all()
+			rules.tick_all()
 		tick_in_action = (tick_in_action + 1) % action_repeat
 		return
 	if not policies.empty():
 		if tick_in_action == 0:
 			act_alone()
-		tick_all()
+		rules.tick_all()
 		tick_in_action = (tick_in_action + 1) % action_repeat
 		return
 	if not connected:
@@ -320,23 +242,18 @@ func _physics_process(_delta):
 		return
 	if tick_in_action == 0:
 		if waiting_for_reply:
-			end_action()
+			rules.end_action()
 			send(step_message())
 			waiting_for_reply = false
 			if plugin:  # sync.gd clears an agent's done once it has sent it
 				for i in range(n_agents):
-					dones[i] = false
+					rules.dones[i] = false
 		if not handle_messages_until_action():
 			connected = false
 			get_tree().quit()
 			return
-	tick_all()
+	rules.tick_all()
 	tick_in_action = (tick_in_action + 1) % action_repeat
-
-
-func tick_all():
-	for i in range(n_agents):
-		tick(i)
 
 
 func handle_messages_until_action():
@@ -350,11 +267,11 @@ func handle_messages_until_action():
 			"env_info":
 				send({"type": "env_info", "n_agents": n_agents,
 					"observation_space": observation_space(),
-					"action_space": action_space(), "agent_policy_names": names()})
+					"action_space": rules.action_space(), "agent_policy_names": rules.names()})
 			"reset":
 				if message.has("seed"):  # ppo_godot.py's reset(seed); Godot RL Agents' protocol has none
-					rng.seed = int(message["seed"])
-				reset_all()
+					rules.rng.seed = int(message["seed"])
+				rules.reset_all()
 				if plugin:
 					send({"type": "reset", "obs": observations(), "info": infos()})
 				else:
@@ -362,127 +279,26 @@ func handle_messages_until_action():
 			"call":
 				send({"type": "call", "returns": []})
 			"action":
-				start_action(message["action"])
+				rules.start_action(message["action"])
 				waiting_for_reply = true
 				return true
 	return false
 
 
 func observation_space():
-	if plugin:  # one entry per agent, keys in the game's order
-		var space = {"to_target": {"size": [2], "space": "box"}, "position": {"size": [2], "space": "box"}}
-		var out = []
-		for i in range(n_agents):
-			out.append(space)
-		return out
 	if camera:  # the plugin's RGBCameraSensor2D declares [C, H, W] and sends H x W x C bytes
 		return {"camera_2d": {"space": "box", "size": [3, CAMERA, CAMERA]}}
-	return {"obs": {"space": "box", "size": [4]}}
-
-
-func action_space():
-	match action_type:
-		"plugin":  # one entry per agent; sprint: 0 half speed, 1 full speed
-			var space = {"sprint": {"action_type": "discrete", "size": 2},
-				"direction": {"action_type": "continuous", "size": 2}}
-			var out = []
-			for i in range(n_agents):
-				out.append(space)
-			return out
-		"multidiscrete":
-			return {"move_x": {"action_type": "discrete", "size": 3},
-				"move_y": {"action_type": "discrete", "size": 3}}
-		"continuous":
-			return {"move": {"action_type": "continuous", "size": 2}}
-	return {"move": {"action_type": "discrete", "size": 5}}
-
-
-func names():
-	var out = []
-	for i in range(n_agents):
-		out.append("shared_policy")
-	return out
-
-
-func velocity(action):
-	match action_type:
-		"plugin":
-			var direction = Vector2(clamp(action["direction"][0], -1.0, 1.0), clamp(action["direction"][1], -1.0, 1.0))
-			return direction * (1.0 if int(action["sprint"]) == 1 else 0.5)
-		"multidiscrete":  # each axis: 0 back, 1 stay, 2 forward
-			return Vector2(int(action["move_x"]) - 1, int(action["move_y"]) - 1)
-		"continuous":
-			return Vector2(clamp(action["move"][0], -1.0, 1.0), clamp(action["move"][1], -1.0, 1.0))
-	# discrete: stay, up, down, left, right
-	return [Vector2(0, 0), Vector2(0, -1), Vector2(0, 1), Vector2(-1, 0), Vector2(1, 0)][int(action["move"])]
-
-
-func reset_all():
-	for i in range(n_agents):
-		reset_agent(i)
-
-
-func reset_agent(i):
-	positions[i] = Vector2(rng.randf_range(-1, 1), rng.randf_range(-1, 1))
-	targets[i] = Vector2(rng.randf_range(-1, 1), rng.randf_range(-1, 1))
-	while positions[i].distance_to(targets[i]) < 2 * REACH:
-		targets[i] = Vector2(rng.randf_range(-1, 1), rng.randf_range(-1, 1))
-	steps[i] = 0
-	dones[i] = false
-	truncated[i] = false
-
-
-func start_action(actions):
-	for i in range(n_agents):
-		rewards[i] = 0.0
-		autoreset[i] = dones[i] and not plugin
-		frozen[i] = dones[i]
-		if dones[i]:  # finished on the last action: reset now, ignore this action
-			reset_agent(i)
-			velocities[i] = Vector2()
-		else:
-			velocities[i] = velocity(actions[i])
-			steps[i] += 1
-			rewards[i] -= 0.01
-
-
-func tick(i):
-	if frozen[i]:
-		return
-	var before = positions[i].distance_to(targets[i])
-	positions[i] += velocities[i] * SPEED * DT
-	positions[i].x = clamp(positions[i].x, -1.0, 1.0)
-	positions[i].y = clamp(positions[i].y, -1.0, 1.0)
-	var after = positions[i].distance_to(targets[i])
-	rewards[i] += SHAPING * (before - after)
-	if after < REACH:
-		rewards[i] += 1.0
-		end_episode(i)
-
-
-func end_episode(i):
-	if plugin:  # reset on the spot: the next observation is the new episode's
-		reset_agent(i)
-	else:  # wait for the next action, which only resets
-		frozen[i] = true
-	dones[i] = true
-
-
-func end_action():
-	for i in range(n_agents):
-		if not dones[i] and not autoreset[i] and steps[i] >= MAX_STEPS:
-			end_episode(i)
-			truncated[i] = not plugin
+	return rules.observation_space()
 
 
 func step_message():
-	var message = {"type": "step", "obs": observations(), "reward": rewards, "done": dones.duplicate(),
+	var message = {"type": "step", "obs": observations(), "reward": rules.rewards, "done": rules.dones.duplicate(),
 		"info": infos()}
 	if same_step:  # reset a finished agent now; its final observation goes in info.final_obs
 		for i in range(n_agents):
-			if dones[i]:
+			if rules.dones[i]:
 				message["info"][i]["final_obs"] = message["obs"][i]
-				reset_agent(i)
+				rules.reset_agent(i)
 				message["obs"][i] = observation(i)
 	return message
 
@@ -491,10 +307,7 @@ func observation(i):
 	if camera:
 		draw_arenas()
 		return {"camera_2d": camera_image(i)}
-	var to_target = targets[i] - positions[i]
-	if plugin:
-		return {"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]}
-	return {"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]}
+	return rules.observation(i)
 
 
 func observations():
@@ -558,8 +371,8 @@ func to_pixels(point):
 func draw_arenas():
 	for i in range(n_agents + 1):
 		var agent = i if i < n_agents else 0
-		marks[i][0].rect_position = to_pixels(positions[agent])
-		marks[i][1].rect_position = to_pixels(targets[agent])
+		marks[i][0].rect_position = to_pixels(rules.positions[agent])
+		marks[i][1].rect_position = to_pixels(rules.targets[agent])
 	VisualServer.force_draw(false)
 	if screenshot != "":
 		var window = get_viewport().get_texture().get_data()
@@ -583,12 +396,12 @@ func infos():
 		if plugin:
 			out.append({})
 		elif same_step:  # no autoreset key: no step only resets an agent
-			out.append({"truncated": truncated[i]})
+			out.append({"truncated": rules.truncated[i]})
 		else:
-			out.append({"truncated": truncated[i], "autoreset": autoreset[i]})
+			out.append({"truncated": rules.truncated[i], "autoreset": rules.autoreset[i]})
 		if camera:  # what the image shows, for tests; what the last one cost, for benchmarks
-			out[i]["position"] = [positions[i].x, positions[i].y]
-			out[i]["target"] = [targets[i].x, targets[i].y]
+			out[i]["position"] = [rules.positions[i].x, rules.positions[i].y]
+			out[i]["target"] = [rules.targets[i].x, rules.targets[i].y]
 			out[i]["camera_usec"] = camera_usec
 	return out
 

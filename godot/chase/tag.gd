@@ -1,6 +1,7 @@
-extends "res://main.gd"
-# Chase, tag mode: two policies with different spaces in one game. The n_agents bodies are pairs in
-# arenas of their own: body 2p chases (policy "chaser"), body 2p + 1 runs from it (policy "runner").
+extends "res://rules.gd"
+# Chase's tag mode, its rules (main.gd plays them through tag.tscn; the web build too): two policies
+# with different spaces in one game. The n_agents bodies are pairs in arenas of their own: body 2p
+# chases (policy "chaser"), body 2p + 1 runs from it (policy "runner").
 #   chaser: observes [x, y, runner x - x, runner y - y]; moves like chase_discrete (5 moves, SPEED).
 #   runner: observes [x, y, x - chaser x, y - chaser y, share of the episode left]; moves like
 #           chase_continuous (a 2-D velocity, clamped to [-1, 1]) at RUNNER_SPEED, slower.
@@ -14,7 +15,7 @@ extends "res://main.gd"
 # --record_demos=PATH (main.gd): both sides play their script, and agent 0, the first chaser, is recorded.
 # --reward=sparse: the chaser gets 1 for a catch and nothing else (no shaping, no cost per action), the
 # runner -1: a reward that random play rarely finds, for learning from demonstrations (ppo_godot_bc.py).
-# Launcher: chase_tag.x86_64 (godot3-server, this scene).
+# Launcher: chase_tag.x86_64 (godot3-server, tag.tscn).
 
 const RUNNER_SPEED = 1.0  # units per game second; the chaser's is SPEED
 const NAMES = ["chaser", "runner"]
