@@ -2,12 +2,10 @@
 official web template in headless Chromium (tests/godot4_web.py, tests/godot4_run_policies.gd). On each the
 exported file acts as the torch policy does on observations recorded from the real game, for each action kind
 and for several keys, and its sampled mode draws as the policy says; the demo game plays it alone (no Python)
-to the mean return --eval-checkpoint gets; and gdtoolkit's Godot 4 parser reads every GDScript snippet in the
-docs (they need the plugin's controllers, which do not run here)."""
+to the mean return --eval-checkpoint gets. The docs' GDScript snippets run in tests/test_gdscript_snippets.py."""
 import json
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,7 +19,6 @@ from conftest import REPO, free_port, needs_godot, run_script
 GAMES = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
          for kind in ("discrete", "multidiscrete", "continuous", "plugin", "tag")}
 RUN_POLICY = REPO / "godot" / "run_policy.gd"
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def recorded_game(kind, steps=200):
@@ -227,35 +224,6 @@ def test_the_demo_refuses_in_one_line_what_it_cannot_play(flags, line, tmp_path)
     proc = demo_alone(tmp_path, *(flag.format(policy=policy, folder=tmp_path) for flag in flags))
     assert proc.returncode == 2 and "episodic_return" not in proc.stdout
     assert [text for text in proc.stderr.splitlines() if text.startswith("chase:")] == [line]
-
-
-def gdparse(path):
-    """gdtoolkit's parser, which reads Godot 4's GDScript: (exit code, its complaint)."""
-    proc = subprocess.run([sys.executable, "-m", "gdtoolkit.parser", str(path)], capture_output=True, text=True,
-                          timeout=120)  # gdparse, from this interpreter's packages
-    return proc.returncode, proc.stderr[-2000:]
-
-
-def test_the_parser_refuses_what_godot_4_would(tmp_path):
-    path = tmp_path / "broken.gd"
-    path.write_text("func act(obs):\n\treturn {}\n\nfunc broken(:\n")
-    assert gdparse(path)[0] != 0
-
-
-def gdscript_snippets():
-    return [(doc.name, i, snippet) for doc in DOCS
-            for i, snippet in enumerate(re.findall(r"^```gdscript\n(.*?)^```", doc.read_text(), flags=re.M | re.S))]
-
-
-def test_the_docs_hold_gdscript_snippets():
-    assert {name for name, _, _ in gdscript_snippets()} >= {"shipping-your-agent.md", "your-own-godot-game.md"}
-
-
-@pytest.mark.parametrize("doc, i, snippet", gdscript_snippets(), ids=lambda v: str(v)[:30])
-def test_godot_4_parses_every_gdscript_snippet_in_the_docs(doc, i, snippet, tmp_path):
-    path = tmp_path / "snippet.gd"
-    path.write_text(snippet)
-    assert gdparse(path) == (0, ""), f"{doc}, GDScript snippet {i + 1}:\n{snippet}"
 
 
 UNWRITABLE = {  # what the export cannot write: (obs_layout, action_heads, actor or None, what the line says)

@@ -1,0 +1,251 @@
+"""Every GDScript snippet in the docs runs on Godot 4.6 (the official web build in headless Chromium,
+tests/godot4_web.py). The snippets extend or call the Godot RL Agents plugin's classes (AIController3D,
+AIController2D, RGBCameraSensor2D/3D, RayCastSensor3D), whose code cannot live in this repository: they run on
+stand-ins written here from the plugin's API (addons/godot_rl_agents at commit bf5d6a2): the members the
+snippets use, with the plugin's defaults, and an error for a method the game must write. A snippet that is a
+fragment (functions of a controller) runs inside a host file that adds what the page leaves to the game."""
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import godot4_web
+import ppo_godot
+from conftest import REPO
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PLUGIN_COMMIT = "bf5d6a2"
+CONTROLLER = """extends Node{D}
+class_name AIController{D}
+# A stand-in for the Godot RL Agents plugin's AIController{D} (ai_controller_{d}.gd, plugin commit {commit}),
+# written from its API for the tests: its members, defaults and behaviour, not its code.
+
+enum ControlModes {{ INHERIT_FROM_SYNC, HUMAN, TRAINING, ONNX_INFERENCE, RECORD_EXPERT_DEMOS }}
+@export var control_mode: ControlModes = ControlModes.INHERIT_FROM_SYNC
+@export var reset_after := 1000
+@export var policy_name: String = "shared_policy"
+var heuristic := "human"
+var done := false
+var reward := 0.0
+var n_steps := 0
+var needs_reset := false
+
+
+func _ready():
+	add_to_group("AGENT")
+
+
+func _physics_process(_delta):
+	n_steps += 1
+	if n_steps > reset_after:
+		needs_reset = true
+
+
+func get_obs() -> Dictionary:
+	push_error("AIController{D}.get_obs: the game's controller must write it")
+	return {{"obs": []}}
+
+
+func get_obs_space():
+	return {{"obs": {{"size": [len(get_obs()["obs"])], "space": "box"}}}}
+
+
+func get_reward() -> float:
+	push_error("AIController{D}.get_reward: the game's controller must write it")
+	return 0.0
+
+
+func get_action_space() -> Dictionary:
+	push_error("AIController{D}.get_action_space: the game's controller must write it")
+	return {{}}
+
+
+func set_action(action) -> void:
+	push_error("AIController{D}.set_action: the game's controller must write it")
+
+
+func get_action() -> Array:
+	push_error("AIController{D}.get_action: the game's controller must write it to record demonstrations")
+	return []
+
+
+func get_info() -> Dictionary:
+	return {{}}
+
+
+func reset():
+	n_steps = 0
+	needs_reset = false
+"""
+CAMERA = """extends Node{D}
+class_name RGBCameraSensor{D}
+# A stand-in for the plugin's RGBCameraSensor{D} (plugin commit {commit}), from its API: camera_texture is the
+# Sprite2D showing what the camera saw, here a fixed 36 x 36 test image (tests/test_gdscript_snippets.py).
+
+@export var render_image_resolution := Vector2i(36, 36)
+var camera_texture := Sprite2D.new()
+
+
+func _ready():
+	var image = Image.create(36, 36, false, Image.FORMAT_RGB8)
+	for y in range(36):
+		for x in range(36):
+			image.set_pixel(x, y, Color8((x * 7) % 256, (y * 11) % 256, ((x + y) * 13) % 256))
+	camera_texture.texture = ImageTexture.create_from_image(image)
+	add_child(camera_texture)
+
+
+func get_camera_pixel_encoding():
+	return camera_texture.get_texture().get_image().get_data().hex_encode()
+
+
+func get_camera_shape() -> Array:
+	return [3, render_image_resolution.y, render_image_resolution.x]
+"""
+RAYS = """extends Node3D
+class_name RayCastSensor3D
+# A stand-in for the plugin's RayCastSensor3D (plugin commit {commit}), from its API: one value per ray,
+# n_rays_width x n_rays_height of them; here no ray hits anything (0.0).
+
+@export var n_rays_width := 6.0
+@export var n_rays_height := 6.0
+@export var ray_length := 10.0
+
+
+func get_observation() -> Array:
+	var out = []
+	for _ray in range(int(n_rays_width * n_rays_height)):
+		out.append(0.0)
+	return out
+"""
+STANDINS = {  # class: (base, file, text)
+    "AIController3D": ("Node3D", "controller/ai_controller_3d.gd", CONTROLLER.format(D="3D", d="3d", commit=PLUGIN_COMMIT)),
+    "AIController2D": ("Node2D", "controller/ai_controller_2d.gd", CONTROLLER.format(D="2D", d="2d", commit=PLUGIN_COMMIT)),
+    "RGBCameraSensor2D": ("Node2D", "sensors/rgb_camera_sensor_2d.gd", CAMERA.format(D="2D", commit=PLUGIN_COMMIT)),
+    "RGBCameraSensor3D": ("Node3D", "sensors/rgb_camera_sensor_3d.gd", CAMERA.format(D="3D", commit=PLUGIN_COMMIT)),
+    "RayCastSensor3D": ("Node3D", "sensors/raycast_sensor_3d.gd", RAYS.format(commit=PLUGIN_COMMIT)),
+}
+IMAGE = bytes(v for y in range(36) for x in range(36) for v in ((x * 7) % 256, (y * 11) % 256, ((x + y) * 13) % 256))
+OBSERVATIONS = [{"obs": [0.3, -0.2, 0.5, 0.4]}, {"obs": [-0.9, 0.1, 1.2, -0.3]}, {"obs": [0.0, 0.8, -0.6, -1.1]}]
+# How each snippet runs, by its page and first line: "host", the file around a fragment or the game's side of a
+# whole controller ("SNIPPET" is the snippet's own file); the nodes it finds as children; what the run does
+HOSTS = {
+    ("shipping-your-agent.md", "extends AIController3D"): {
+        "host": 'extends "SNIPPET"\n# the game\'s side: what it observes, what an action does (recorded)\nvar observations = '
+                + json.dumps(OBSERVATIONS) + "\nvar asked = 0\nvar recorded = []\n\n\nfunc get_obs() -> Dictionary:\n"
+                "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
+                "func set_action(action) -> void:\n\trecorded.append(action)\n",
+        "children": [], "check": "plays"},
+    ("using-the-scripts.md", "func get_obs() -> Dictionary:"): {
+        "host": "extends AIController3D\n@onready var camera = $RGBCameraSensor2D\n\n\nSNIPPET_TEXT",
+        "children": ["RGBCameraSensor2D"], "check": "camera modes"},
+    ("using-the-scripts.md", "extends AIController2D"): {"host": None, "children": [], "check": "actions"},
+    ("your-own-godot-game.md", "# One camera, nothing else (the plugin's VirtualCamera example). The sensor gives its own shape."): {
+        "host": "extends AIController3D\n\n\nSNIPPET_TEXT", "children": ["RGBCameraSensor2D"], "check": "observes"},
+    ("your-own-godot-game.md", "# Several keys: a vector, a 3D camera, and a second vector. Each is its own input of the network."): {
+        "host": "extends AIController3D\nvar velocity = Vector3(0.5, 0.0, -1.0)\nvar to_target = Vector3(2.0, 0.0, 3.0)\n\n\n"
+                "SNIPPET_TEXT",
+        "children": ["RGBCameraSensor3D", "RayCastSensor3D"], "check": "observes"},
+}
+
+
+def gdscript_snippets():
+    return [(doc.name, snippet) for doc in DOCS
+            for snippet in re.findall(r"^```gdscript\n(.*?)^```", doc.read_text(), flags=re.M | re.S)]
+
+
+def key(doc, snippet):
+    return doc, snippet.splitlines()[0]
+
+
+def class_cache():
+    entries = [f'{{"base": &"{base}", "class": &"{name}", "icon": "", "is_abstract": false, "is_tool": false, '
+               f'"language": &"GDScript", "path": "res://plugin/{path}"}}' for name, (base, path, _) in STANDINS.items()]
+    return "list=[" + ", ".join(entries) + "]\n"
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    """Every snippet run in one Godot 4.6 run: {(page, first line): what its controller answered}, and the
+    errors the engine printed."""
+    godot4_web.needs_godot4()
+    folder = tmp_path_factory.mktemp("snippets")
+    torch.manual_seed(0)
+    layout, heads = [("obs", (4,))], [("move", "discrete", 5)]
+    agent = ppo_godot.Agent(layout, heads)
+    ppo_godot.export_gdscript(agent, layout, heads, str(folder / "npc_policy.gd"), "the tests")
+    files = {"main.gd": (REPO / "tests" / "godot4_run_snippets.gd").read_text(),
+             ".godot/global_script_class_cache.cfg": class_cache(),
+             "npc_policy.gd": (folder / "npc_policy.gd").read_text()}
+    files.update({f"plugin/{path}": text for _, path, text in STANDINS.values()})
+    cases, keys = [], []
+    for i, (doc, snippet) in enumerate(gdscript_snippets()):
+        if key(doc, snippet) not in HOSTS:
+            continue  # test_every_snippet_has_a_way_to_run says so
+        how = HOSTS[key(doc, snippet)]
+        files[f"snippet{i}.gd"] = snippet
+        script = f"snippet{i}.gd"
+        if how["host"]:
+            files[f"host{i}.gd"] = how["host"].replace("SNIPPET_TEXT", snippet).replace("SNIPPET", f"res://snippet{i}.gd")
+            script = f"host{i}.gd"
+        cases.append({"script": f"res://{script}", "check": how["check"],
+                      "children": [[name, f"res://plugin/{STANDINS[name][1]}"] for name in how["children"]]})
+        keys.append(key(doc, snippet))
+    files["cases.json"] = json.dumps(cases)
+    out = godot4_web.play(files)
+    printed = [json.loads(line) for line in out["print"] if line.startswith("{")]
+    assert out["done"] and len(printed) == len(keys), out
+    return dict(zip(keys, printed)), out["error"], agent
+
+
+def test_every_snippet_has_a_way_to_run():
+    snippets = gdscript_snippets()
+    assert {doc for doc, _ in snippets} >= {"shipping-your-agent.md", "your-own-godot-game.md"}
+    assert [key(doc, snippet) for doc, snippet in snippets if key(doc, snippet) not in HOSTS] == []
+    assert len({key(doc, snippet) for doc, snippet in snippets}) == len(snippets) == len(HOSTS)
+
+
+def test_the_snippets_run_without_an_error(answers):
+    assert answers[1] == []
+
+
+def test_the_shipping_controller_plays_the_exported_policy_every_8_ticks(answers):
+    """About 20 physics ticks (the driver waits 20 physics frames): decisions at ticks 0, 8 and 16, each the torch
+    policy's greedy action; the controller is in the AGENT group, in model mode, counts its ticks as the plugin
+    does (n_steps) and clears done."""
+    answer = answers[0][("shipping-your-agent.md", "extends AIController3D")]
+    with torch.no_grad():
+        greedy = answers[2].get_action(torch.tensor([o["obs"] for o in OBSERVATIONS]), greedy=True).numpy()
+    assert answer["ticks"] >= 17 and len(answer["actions"]) == -(-answer["ticks"] // 8) == 3
+    assert answer["actions"] == [{"move": int(a[0])} for a in greedy]
+    assert answer["heuristic"] == "model" and answer["in_agent_group"] and answer["n_steps"] == answer["ticks"]
+    assert answer["done"] is False
+
+
+def test_the_camera_controller_sends_hex_in_training_and_floats_in_inference(answers):
+    answer = answers[0][("using-the-scripts.md", "func get_obs() -> Dictionary:")]
+    assert answer["training"] == {"camera_2d": IMAGE.hex()}
+    assert answer["inference"] == {"camera_2d": [float(b) for b in IMAGE]}
+    assert all(isinstance(v, float) for v in answer["inference"]["camera_2d"])  # floats, as the model reads
+
+
+def test_the_recording_controller_takes_the_policys_move_or_the_players_key(answers):
+    answer = answers[0][("using-the-scripts.md", "extends AIController2D")]
+    assert answer["space"] == {"move": {"size": 5, "action_type": "discrete"}}
+    assert (answer["policy"], answer["key down"], answer["no key"]) == ([3], [2], [0])
+
+
+@pytest.mark.parametrize("first_line", [k[1] for k, how in HOSTS.items() if how["check"] == "observes"],
+                         ids=["one camera", "several keys"])
+def test_each_observation_key_holds_as_many_values_as_its_space_declares(first_line, answers):
+    answer = answers[0][("your-own-godot-game.md", first_line)]
+    assert list(answer["obs"]) == list(answer["space"])
+    for name, value in answer["obs"].items():
+        count = len(value) // 2 if isinstance(value, str) else len(value)  # a camera's hex: 2 characters a byte
+        assert count == np.prod(answer["space"][name]["size"]), name
+        if isinstance(value, str):
+            assert value == IMAGE.hex() and answer["space"][name]["size"] == [3, 36, 36]
+    if "obs" in answer["obs"]:
+        assert answer["obs"]["obs"] == [0.5, -1.0, 2.0, 3.0] and answer["obs"]["rays"] == [0.0] * 36
