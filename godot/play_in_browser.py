@@ -62,8 +62,8 @@ config/features=PackedStringArray("4.6")
 
 [display]
 
-window/size/viewport_width=792
-window/size/viewport_height=844
+window/size/viewport_width=780
+window/size/viewport_height=832
 window/stretch/mode="canvas_items"
 window/stretch/aspect="keep"
 
@@ -347,7 +347,7 @@ def serve(folder, port):
         server.shutdown()
 
 
-def run_page(folder, ends, timeout=180, window=(792, 844)):
+def run_page(folder, ends, timeout=180, window=(1000, 1000)):
     """Opens folder's index.html?report in Chromium, headless, until ends(kind, text) is true of a line the page
     sends; ends every process it started, also on a timeout (TimeoutError). Returns the lines, (kind, text)."""
     if not os.access(CHROMIUM, os.X_OK):

@@ -58,6 +58,13 @@ func _ready():
 	rules.reset_all()
 	for body in range(bodies().size()):
 		trails.append([])
+	get_tree().root.content_scale_size = drawn_size()  # drawn at this size, scaled to the page
+
+
+func drawn_size():
+	var columns = min(COLUMNS, arenas())
+	var rows = int(ceil(float(arenas()) / columns))
+	return Vector2i(GAP + columns * (ARENA + GAP), TOP + rows * (ARENA + GAP))
 
 
 func _physics_process(_delta):
@@ -145,5 +152,9 @@ func _draw():
 
 
 func screenshot():
-	var png = get_viewport().get_texture().get_image().save_png_to_buffer()
+	var image = get_viewport().get_texture().get_image()
+	var scale = min(float(image.get_width()) / drawn_size().x, float(image.get_height()) / drawn_size().y)
+	var drawn = Vector2i(Vector2(drawn_size()) * scale)
+	image = image.get_region(Rect2i((image.get_size() - drawn) / 2, drawn))  # without the bars around it
+	var png = image.save_png_to_buffer()
 	print("SCREENSHOT " + Marshalls.raw_to_base64(png))
