@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import godot4_web
-from conftest import REPO, benchmark, needs_godot
+from conftest import REPO, benchmark, needs_godot, run_script
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
@@ -172,3 +172,15 @@ def test_the_demonstrations_benchmark_counts_catches_over_a_running_window():
     assert demos.first_step_at((np.arange(1, 7) * 10, catches), 0.5, window=2) == 30
     assert demos.first_step_at((np.arange(1, 7) * 10, catches), 1.0, window=3) == 50
     assert demos.first_step_at((np.arange(1, 7) * 10, np.zeros(6)), 0.5, window=2) is None
+
+
+def test_the_godot4_benchmark_compares_the_browser_with_godot_3_episode_by_episode(tmp_path, monkeypatch):
+    needs_godot()
+    godot4_web.needs_godot4()
+    matches = benchmark("godot4_matches")
+    run_script("ppo_godot.py", "--export-checkpoint", REPO / "tests" / "checkpoints" / "ppo_godot_153f0a8_chase_discrete.pt",
+               "--gdscript-export-path", tmp_path / "discrete.gd", cwd=tmp_path)
+    monkeypatch.setattr(matches, "policies", lambda folder: {"discrete": [tmp_path / "discrete.gd"]})
+    (row,) = matches.browser_against_godot3(tmp_path, 16)[2:]
+    assert row.startswith("| discrete | 16 (Godot 4.6: 16) | 16 | ")
+    assert row.split(" | ")[5] == row.split(" | ")[6].rstrip(" |")  # the same mean return on both engines
