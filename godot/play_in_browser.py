@@ -49,6 +49,7 @@ GAMES = {
     "discrete": {"shared_policy": ([("obs", 4)], [("move", "discrete", 5)])},
     "multidiscrete": {"shared_policy": ([("obs", 4)], [("move_x", "discrete", 3), ("move_y", "discrete", 3)])},
     "continuous": {"shared_policy": ([("obs", 4)], [("move", "continuous", 2)])},
+    "memory": {"shared_policy": ([("obs", 4)], [("move", "discrete", 5)])},  # discrete's layout: name it with --game
     "tag": {"chaser": ([("obs", 4)], [("move", "discrete", 5)]),
             "runner": ([("obs", 5)], [("move", "continuous", 2)])},
 }
@@ -165,7 +166,9 @@ def build(args):
     engine = template_files(args.template)
     game_args = [f"--game={'tag' if args.game == 'tag' else 'chase'}", f"--env_seed={args.seed}",
                  f"--action_repeat={action_repeat}", f"--speedup={args.speedup}"]
-    if args.game != "tag":
+    if args.game == "memory":  # as chase_memory.x86_64 plays it
+        game_args += ["--action_type=discrete", "--target_shown=1"]
+    elif args.game != "tag":
         game_args.append(f"--action_type={args.game}")
     files = {"project.godot": PROJECT, "main.tscn": SCENE, ".godot/global_script_class_cache.cfg": CLASS_CACHE,
              "main.gd": (HERE / "chase" / "web" / "main.gd").read_text(),

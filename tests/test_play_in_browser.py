@@ -21,7 +21,7 @@ import ppo_godot
 from conftest import CHASE, REPO, free_port, game_pids, needs_godot, run_script
 
 web = godot4_web.web
-GAMES = {**CHASE, "tag": str(REPO / "godot" / "chase" / "chase_tag.x86_64")}
+GAMES = {**CHASE, **{game: str(REPO / "godot" / "chase" / f"chase_{game}.x86_64") for game in ("tag", "memory")}}
 CHECKPOINTS = REPO / "tests" / "checkpoints"
 EPISODE = re.compile(r"^policy=(\S+) agent=(\d+) episodic_return=(\S+) episodic_length=(\d+) \((\S+)\)$")
 MEAN = re.compile(r"^policy=(\S+) mean_return=(\S+) over (\d+) episodes$")
@@ -61,21 +61,21 @@ def episodes(lines):
     return played, means
 
 
-@pytest.mark.parametrize("game", ["discrete", "continuous", "tag"])
+@pytest.mark.parametrize("game", ["discrete", "continuous", "tag", "memory"])
 def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies, tmp_path):
     """One policy file and seed, two engines: Godot 3.2.3 (main.gd --policy, native) and Godot 4.6 (the web build
     in Chromium), each running godot/chase/rules.gd (and tag.gd). Episode by episode, the same agent, length and
     ending, and returns within 1e-4."""
     needs_godot()
     godot4_web.needs_godot4()
-    files = policies[game]
+    files = policies["discrete" if game == "memory" else game]
     flags = ([f"--policy={files[0]}"] if game != "tag" else
              [f"--policy_chaser={files[0]}", f"--policy_runner={files[1]}"])
     proc = subprocess.run([GAMES[game], *flags, "--episodes=48", "--env_seed=5", "--no-window",
                            "--disable-render-loop"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     godot3, godot3_means = episodes(proc.stdout.splitlines())
-    assert build(*files, "--out", tmp_path / "web", "--seed", 5) == 0
+    assert build(*files, "--out", tmp_path / "web", "--seed", 5, "--game", game) == 0
     lines = web.play_built(tmp_path / "web", ["--episodes=48", "--speedup=20"], godot4_web.ends)
     out = godot4_web.console(lines)
     assert out["done"] and not out["error"], out
@@ -87,7 +87,7 @@ def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies
     assert {name for name, *_ in godot3} == set(godot3_means) == set(godot4_means)
     for name, (mean, count) in godot3_means.items():
         assert godot4_means[name] == (pytest.approx(mean, abs=1e-4), count)
-    if game != "tag":  # the trained agents reach their targets: episodes that end early are compared too
+    if game in ("discrete", "continuous"):  # the trained agents reach targets: episodes that end early are compared too
         assert any(end == "terminated" for *_, end in godot3)
 
 

@@ -9,6 +9,9 @@
 # which only resets it (reward 0, autoreset). With plugin (--action_type=plugin) it is reset on the
 # spot instead, as the official plugin's games are, and a time-out is not told apart.
 #
+# --target_shown=K makes it a memory task: an agent sees its target (to_target) in the observations
+# before its episode's K-th action only, zeros after; where the target lies must be remembered.
+#
 # Each action: start_action(actions), then tick_all() every physics tick of the action, then
 # end_action(). Playing without a trainer (count_episodes) counts returns as --eval-checkpoint does.
 
@@ -23,6 +26,7 @@ var rng = RandomNumberGenerator.new()
 var n_agents = 16
 var action_type = "discrete"  # discrete, multidiscrete, continuous or plugin
 var plugin = false
+var target_shown = MAX_STEPS + 1  # --target_shown: actions an episode's target is shown for
 var positions = []
 var targets = []
 var velocities = []  # the current action, as a velocity applied every tick
@@ -46,6 +50,7 @@ func start(command_line):
 	n_agents = int(args.get("n_agents", "16"))
 	action_type = args.get("action_type", "discrete")
 	plugin = action_type == "plugin"
+	target_shown = int(args.get("target_shown", str(MAX_STEPS + 1)))
 	make_agents()
 
 
@@ -99,6 +104,8 @@ func names():
 
 func observation(i):
 	var to_target = targets[i] - positions[i]
+	if steps[i] >= target_shown:  # the memory task: hidden after the episode's first actions
+		to_target = Vector2()
 	if plugin:
 		return {"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]}
 	return {"obs": [positions[i].x, positions[i].y, to_target.x, to_target.y]}

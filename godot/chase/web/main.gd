@@ -51,6 +51,7 @@ func _ready():
 				printerr("chase: no policy for %s: give --policy=PATH or --policy_%s=PATH (a .gd file)" % [name, name])
 				print("DONE")
 				set_physics_process(false)
+				rules = null  # nothing to draw
 				return
 			loaded[path] = script.new()
 		policies.append(loaded[path])
