@@ -1,6 +1,6 @@
 """What a decision of an exported GDScript policy (--gdscript-export-path) costs in the engine: Debian's
 Godot 3.2.3 headless runs godot/run_policy.gd over random observations, once per policy of the demo
-game, and once for dense nets with a camera CNN's share of multiply-adds, to see whether a camera
+game, once per state size of ppo_godot_lstm.py's recurrent policy, and once for dense nets with a camera CNN's share of multiply-adds, to see whether a camera
 policy could fit a frame; the demo's policies also on Godot 4.6, the official web template in headless
 Chromium (tests/godot4_web.py: WebAssembly, one thread). The frame share: 16 agents each deciding once
 every action-repeat ticks of a 60 fps game (a 16.7 ms frame).
@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 import godot4_web  # noqa: E402
 import ppo_godot  # noqa: E402
+import ppo_godot_lstm  # noqa: E402
 
 FRAME_MS = 1000 / 60
 AGENTS = 16
@@ -37,11 +38,24 @@ DEMO = [
     ("chase_tag chaser", [("obs", (4,))], [("move", "discrete", 5)]),
     ("chase_tag runner", [("obs", (5,))], [("move", "continuous", 2)]),
 ]
+LSTM_STATES = [16, 32, 64, 128]  # ppo_godot_lstm.py's --lstm-hidden-size: 32 by default, 128 is ppo_lstm.py's
 CAMERA_PIXELS = 36 * 36 * 3  # the plugin's smallest camera; its CNN (camera_encoder) is ~740,000 multiply-adds
 
 
 def multiply_adds(actor):
     return sum(layer.in_features * layer.out_features for layer in actor if isinstance(layer, nn.Linear))
+
+
+def recurrent_multiply_adds(agent):
+    """The encoder, the LSTM's four gates over [x, h], and the actor: a decision's multiply-adds."""
+    hidden = agent.lstm.hidden_size
+    return multiply_adds(agent.encoder) + 4 * hidden * (agent.lstm.input_size + hidden) + multiply_adds([agent.actor])
+
+
+def export(agent, obs_layout, action_heads, path):
+    """--gdscript-export-path of the script the agent is from: ppo_godot_lstm.py's when it has an LSTM."""
+    script = ppo_godot_lstm if hasattr(agent, "lstm") else ppo_godot
+    script.export_gdscript(agent, obs_layout, action_heads, str(path), "benchmarks/gdscript_speed.py")
 
 
 def random_observations(obs_layout):
@@ -51,7 +65,7 @@ def random_observations(obs_layout):
 
 def usec_per_decision(agent, obs_layout, action_heads, decisions, folder):
     path = folder / "policy.gd"
-    ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "benchmarks/gdscript_speed.py")
+    export(agent, obs_layout, action_heads, path)
     observations = random_observations(obs_layout)
     (folder / "obs.json").write_text(json.dumps(observations))
     subprocess.run(["godot3-server", "-s", str(REPO / "godot" / "run_policy.gd"), f"--policy={path}",
@@ -65,7 +79,7 @@ def usec_on_godot4(agents, decisions, folder):
     cases = []
     for i, (agent, obs_layout, action_heads) in enumerate(agents):
         path = folder / f"policy{i}.gd"
-        ppo_godot.export_gdscript(agent, obs_layout, action_heads, str(path), "benchmarks/gdscript_speed.py")
+        export(agent, obs_layout, action_heads, path)
         observations = random_observations(obs_layout)
         cases.append((path, observations, False, 0, max(1, decisions // len(observations))))
     return [played["usec_per_decision"] for played in godot4_web.play_policies(cases)]
@@ -87,6 +101,13 @@ def main():
             usec, size = usec_per_decision(agent, obs_layout, action_heads, args.decisions, folder)
             rows.append((label, multiply_adds(agent.actor), usec, size))
             demo.append((agent, obs_layout, action_heads))
+        for hidden in LSTM_STATES:  # ppo_godot_lstm.py on chase_memory: the state is the cost
+            obs_layout, action_heads = DEMO[0][1:]
+            agent = ppo_godot_lstm.Agent(obs_layout, action_heads, hidden)
+            usec, size = usec_per_decision(agent, obs_layout, action_heads, max(200, args.decisions * 8 // hidden),
+                                           folder)
+            rows.append((f"chase_memory, LSTM state {hidden}", recurrent_multiply_adds(agent), usec, size))
+            demo.append((agent, obs_layout, action_heads))
         web = usec_on_godot4(demo, args.decisions, folder) if not godot4_web.missing() else None
         for width in args.camera_widths:  # the export refuses cameras; a dense net of their inputs is timed instead
             layout, heads = [("pixels", (CAMERA_PIXELS,))], [("move", "discrete", 5)]
@@ -96,7 +117,7 @@ def main():
             rows.append((f"dense {CAMERA_PIXELS:,}-{width}-5 (camera-sized input)", multiply_adds(agent.actor),
                          usec, size))
     mlp_ns = np.median([usec * 1000 / macs for label, macs, usec, _ in rows[:len(DEMO)]])
-    dense_ns = np.median([usec * 1000 / macs for label, macs, usec, _ in rows[len(DEMO):]])
+    dense_ns = np.median([usec * 1000 / macs for label, macs, usec, _ in rows[len(DEMO) + len(LSTM_STATES):]])
     lines = [f"Command: `python benchmarks/gdscript_speed.py --decisions {args.decisions}` (Godot 3.2.3 "
              f"headless, Debian's godot3-server; one core of a shared 2-core machine; random weights and "
              f"observations, which do not change the cost)", "",

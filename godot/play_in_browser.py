@@ -141,7 +141,8 @@ def main(argv=None):
             print(f"the Godot 4.6 web template is in {CACHE}")
             return
         folder = build(args)
-        print(f"built {folder}: index.html, the engine and game.pck ({args.game}); any static file server serves it")
+        print(f"built {folder}: index.html, the engine and game.pck ({args.game}); any static file server serves it",
+              flush=True)
         if args.screenshot:
             save_screenshot(folder, args.screenshot)
             print(f"saved the game's picture to {args.screenshot}")
@@ -167,7 +168,7 @@ def build(args):
     game_args = [f"--game={'tag' if args.game == 'tag' else 'chase'}", f"--env_seed={args.seed}",
                  f"--action_repeat={action_repeat}", f"--speedup={args.speedup}"]
     if args.game == "memory":  # as chase_memory.x86_64 plays it
-        game_args += ["--action_type=discrete", "--target_shown=1"]
+        game_args += ["--action_type=discrete", "--target_every=4"]
     elif args.game != "tag":
         game_args.append(f"--action_type={args.game}")
     files = {"project.godot": PROJECT, "main.tscn": SCENE, ".godot/global_script_class_cache.cfg": CLASS_CACHE,
@@ -342,7 +343,7 @@ def serve(folder, port):
         server = start_server(folder, port)
     except OSError as error:
         raise Failure(f"--port {port}: {error.strerror}; pick another")
-    print(f"serving {folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)")
+    print(f"serving {folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
     try:
         while True:
             time.sleep(3600)

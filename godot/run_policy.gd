@@ -3,8 +3,9 @@ extends SceneTree
 # engine, and writes what it chose and how long a decision took: the tests' check that the file acts
 # as the torch policy does, and the speed benchmark's clock. Godot 3 (the engine here):
 #   godot3-server -s godot/run_policy.gd --policy=/abs/policy.gd --observations=obs.json --actions=out.json
-# obs.json: a list of get_obs() dictionaries. out.json: {"usec_per_decision": t, "actions": [...]}, each
-# action dictionary as act() returned it, continuous values with 12 decimals (JSON.print keeps 6).
+# obs.json: a list of get_obs() dictionaries, null where a recurrent policy (ppo_godot_lstm.py) is reset.
+# out.json: {"usec_per_decision": t, "actions": [...]}, each action dictionary as act() returned it,
+# continuous values with 12 decimals (JSON.print keeps 6).
 # --repeat=N plays the list N times (for timing); --sample plays act(obs, true), seeded by --seed=N.
 
 
@@ -26,7 +27,10 @@ func _init():
 	for _round in range(int(args.get("repeat", "1"))):
 		actions = []
 		for obs in observations:
-			actions.append(policy.act(obs, sample))
+			if obs == null:  # a recurrent policy's episode starts anew: its memory is zeroed
+				policy.reset()
+			else:
+				actions.append(policy.act(obs, sample))
 	var usec = float(OS.get_ticks_usec() - start) / (int(args.get("repeat", "1")) * max(1, observations.size()))
 	var lines = []
 	for action in actions:

@@ -23,6 +23,7 @@ import ppo  # noqa: E402 (the scripts are found through the path above)
 import ppo_continuous_action  # noqa: E402
 import ppo_godot  # noqa: E402
 import ppo_godot_camera  # noqa: E402
+import ppo_godot_lstm  # noqa: E402
 import ppo_godot_multi_policy  # noqa: E402
 import ppo_lstm  # noqa: E402
 import as_a_process  # noqa: E402 (tests/, on the path as the conftest's folder)
@@ -180,6 +181,7 @@ class FakeGame(gym.vector.VectorWrapper):
     def step(self, actions):
         obs, reward, terminated, truncated, infos = super().step(actions)
         infos["autoreset"], self.autoreset = self.autoreset, terminated | truncated
+        infos["new_episode"] = infos["autoreset"]  # ppo_godot_lstm.py's: the observation starts an episode
         return obs, reward, terminated, truncated, infos
 
 
@@ -221,6 +223,18 @@ class GodotScript(Script):
         return self.module.evaluate(args, greedy)
 
 
+class GodotLSTMScript(GodotScript):
+    """ppo_godot_lstm.py: ppo_godot.py's runs; the rollout keeps log pi_old and V itself, and a minibatch takes
+    whole agent sequences."""
+    batched_rollout_forward = False
+
+    def one_row_minibatches_argv(self, monkeypatch):  # 8 agents of 2 steps, one agent per minibatch
+        return self.num_envs_argv(monkeypatch, 8) + ["--num-steps", "2", "--num-minibatches", "8"]
+
+    def greedy_method(self):
+        return "memory"
+
+
 # Runs this small take a few seconds: 4 iterations of 256 steps.
 GYM_SCRIPTS = [
     Script(ppo, "CartPole-v1", ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]),
@@ -230,7 +244,8 @@ GYM_SCRIPTS = [
     LSTMScript(ppo_lstm, "CartPoleNoVel-v1", ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "64"]),
 ]
 GODOT = GodotScript(ppo_godot, "godot-editor", ["--total-timesteps", "1024", "--num-steps", "64"])
-SCRIPTS = GYM_SCRIPTS + [GODOT]
+GODOT_LSTM = GodotLSTMScript(ppo_godot_lstm, "godot-editor", ["--total-timesteps", "1024", "--num-steps", "64"])
+SCRIPTS = GYM_SCRIPTS + [GODOT, GODOT_LSTM]
 
 
 @pytest.fixture(autouse=True)
@@ -244,9 +259,9 @@ def signal_handlers_as_they_were():
 
 @pytest.fixture(params=SCRIPTS, ids=repr)
 def script(request, monkeypatch):
-    """Each training script; in this process ppo_godot.py trains on fake_game()."""
-    if request.param is GODOT:
-        monkeypatch.setattr(ppo_godot, "make_envs", lambda args: fake_game())
+    """Each training script; in this process ppo_godot.py and ppo_godot_lstm.py train on fake_game()."""
+    if request.param in (GODOT, GODOT_LSTM):
+        monkeypatch.setattr(request.param.module, "make_envs", lambda args: fake_game())
     return request.param
 
 

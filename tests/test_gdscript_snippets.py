@@ -121,8 +121,10 @@ func get_observation() -> Array:
 	return out
 """
 STANDINS = {  # class: (base, file, text)
-    "AIController3D": ("Node3D", "controller/ai_controller_3d.gd", CONTROLLER.format(D="3D", d="3d", commit=PLUGIN_COMMIT)),
-    "AIController2D": ("Node2D", "controller/ai_controller_2d.gd", CONTROLLER.format(D="2D", d="2d", commit=PLUGIN_COMMIT)),
+    "AIController3D": ("Node3D", "controller/ai_controller_3d.gd",
+                       CONTROLLER.format(D="3D", d="3d", commit=PLUGIN_COMMIT)),
+    "AIController2D": ("Node2D", "controller/ai_controller_2d.gd",
+                       CONTROLLER.format(D="2D", d="2d", commit=PLUGIN_COMMIT)),
     "RGBCameraSensor2D": ("Node2D", "sensors/rgb_camera_sensor_2d.gd", CAMERA.format(D="2D", commit=PLUGIN_COMMIT)),
     "RGBCameraSensor3D": ("Node3D", "sensors/rgb_camera_sensor_3d.gd", CAMERA.format(D="3D", commit=PLUGIN_COMMIT)),
     "RayCastSensor3D": ("Node3D", "sensors/raycast_sensor_3d.gd", RAYS.format(commit=PLUGIN_COMMIT)),
@@ -133,8 +135,9 @@ OBSERVATIONS = [{"obs": [0.3, -0.2, 0.5, 0.4]}, {"obs": [-0.9, 0.1, 1.2, -0.3]},
 # whole controller ("SNIPPET" is the snippet's own file); the nodes it finds as children; what the run does
 HOSTS = {
     ("shipping-your-agent.md", "extends AIController3D"): {
-        "host": 'extends "SNIPPET"\n# the game\'s side: what it observes, what an action does (recorded)\nvar observations = '
-                + json.dumps(OBSERVATIONS) + "\nvar asked = 0\nvar recorded = []\n\n\nfunc get_obs() -> Dictionary:\n"
+        "host": 'extends "SNIPPET"\n# the game\'s side: what it observes, what an action does (recorded)\n'
+                "var observations = " + json.dumps(OBSERVATIONS) + "\nvar asked = 0\nvar recorded = []\n\n\n"
+                "func get_obs() -> Dictionary:\n"
                 "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
                 "func set_action(action) -> void:\n\trecorded.append(action)\n",
         "children": [], "check": "plays"},
@@ -142,11 +145,11 @@ HOSTS = {
         "host": "extends AIController3D\n@onready var camera = $RGBCameraSensor2D\n\n\nSNIPPET_TEXT",
         "children": ["RGBCameraSensor2D"], "check": "camera modes"},
     ("using-the-scripts.md", "extends AIController2D"): {"host": None, "children": [], "check": "actions"},
-    ("your-own-godot-game.md", "# One camera, nothing else (the plugin's VirtualCamera example). The sensor gives its own shape."): {
+    ("your-own-godot-game.md", "# One camera, nothing else (the plugin's VirtualCa"): {
         "host": "extends AIController3D\n\n\nSNIPPET_TEXT", "children": ["RGBCameraSensor2D"], "check": "observes"},
-    ("your-own-godot-game.md", "# Several keys: a vector, a 3D camera, and a second vector. Each is its own input of the network."): {
-        "host": "extends AIController3D\nvar velocity = Vector3(0.5, 0.0, -1.0)\nvar to_target = Vector3(2.0, 0.0, 3.0)\n\n\n"
-                "SNIPPET_TEXT",
+    ("your-own-godot-game.md", "# Several keys: a vector, a 3D camera, and a secon"): {
+        "host": "extends AIController3D\nvar velocity = Vector3(0.5, 0.0, -1.0)\n"
+                "var to_target = Vector3(2.0, 0.0, 3.0)\n\n\nSNIPPET_TEXT",
         "children": ["RGBCameraSensor3D", "RayCastSensor3D"], "check": "observes"},
 }
 
@@ -157,12 +160,13 @@ def gdscript_snippets():
 
 
 def key(doc, snippet):
-    return doc, snippet.splitlines()[0]
+    return doc, snippet.splitlines()[0][:50]
 
 
 def class_cache():
     entries = [f'{{"base": &"{base}", "class": &"{name}", "icon": "", "is_abstract": false, "is_tool": false, '
-               f'"language": &"GDScript", "path": "res://plugin/{path}"}}' for name, (base, path, _) in STANDINS.items()]
+               f'"language": &"GDScript", "path": "res://plugin/{path}"}}'
+               for name, (base, path, _) in STANDINS.items()]
     return "list=[" + ", ".join(entries) + "]\n"
 
 
@@ -188,7 +192,8 @@ def answers(tmp_path_factory):
         files[f"snippet{i}.gd"] = snippet
         script = f"snippet{i}.gd"
         if how["host"]:
-            files[f"host{i}.gd"] = how["host"].replace("SNIPPET_TEXT", snippet).replace("SNIPPET", f"res://snippet{i}.gd")
+            host = how["host"].replace("SNIPPET_TEXT", snippet)
+            files[f"host{i}.gd"] = host.replace("SNIPPET", f"res://snippet{i}.gd")
             script = f"host{i}.gd"
         cases.append({"script": f"res://{script}", "check": how["check"],
                       "children": [[name, f"res://plugin/{STANDINS[name][1]}"] for name in how["children"]]})

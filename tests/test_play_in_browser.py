@@ -4,11 +4,13 @@ builds plays, is served, and gives a picture; bad input is one line and exit 2."
 import hashlib
 import io
 import json
+import queue
 import re
 import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import urllib.request
 import zipfile
 
@@ -165,9 +167,12 @@ def test_serve_serves_the_folder_on_127_0_0_1_until_ctrl_c(policies, tmp_path):
     proc = subprocess.Popen([sys.executable, str(REPO / "godot" / "play_in_browser.py"), str(policies["discrete"][0]),
                              "--out", str(tmp_path / "web"), "--serve", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()  # read beside the test: a line the command never flushes fails it, not hangs it
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     try:
-        assert proc.stdout.readline().startswith("built ")
-        assert proc.stdout.readline().strip() == f"serving {tmp_path / 'web'} on http://127.0.0.1:{port}/ (Ctrl-C stops)"
+        assert lines.get(timeout=60).startswith("built ")
+        served = f"serving {tmp_path / 'web'} on http://127.0.0.1:{port}/ (Ctrl-C stops)"
+        assert lines.get(timeout=60).strip() == served
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.wasm", timeout=30) as response:
             assert response.headers["Content-Type"] == "application/wasm"
             assert response.read() == (godot4_web.TEMPLATE / "index.wasm").read_bytes()

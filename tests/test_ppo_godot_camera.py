@@ -204,7 +204,8 @@ def test_the_pixels_or_positions_benchmark_times_and_trains_the_camera_game(disp
     assert pixels_or_positions.first_crossing([rising], 11.0) is None
 
 
-VECTOR_SCRIPTS = {"ppo_godot.py": [], "ppo_godot_multi_policy.py": [], "ppo_godot_self_play.py": [],
+VECTOR_SCRIPTS = {"ppo_godot.py": [], "ppo_godot_lstm.py": [], "ppo_godot_multi_policy.py": [],
+                  "ppo_godot_self_play.py": [],
                   "ppo_godot_bc.py": ["--demos", str(REPO / "godot" / "chase" / "demos" / "chase_discrete_scripted.json")]}
 
 

@@ -358,6 +358,67 @@ CAMERA = {
 ONLY_IN_CAMERA = {"camera_encoder": "the CNN of one camera"}
 
 
+# ppo_godot_lstm.py is ppo_godot.py but for memory, and takes from ppo_lstm.py what memory needs, line for line
+GODOT_LSTM = {
+    "parse_args": {"the LSTM's size, small for the exported GDScript's cost; a minibatch takes whole agent "
+                   "sequences": ("--lstm-hidden-size", "--num-minibatches", "whole agent sequences", "LSTM's state",
+                                 "pays for every unit")},
+    "GodotVecEnv": {"the step says which observations start an episode, where the state is zero": (
+        "new_episode", "starts an episode", "return (self.observations", '{"autoreset": autoreset')},
+    "Agent": {"ppo_lstm.py's encoder, LSTM and state (initial_state, memory, replay), with ppo_godot.py's action "
+              "heads on h_t; log pi and the entropy in one method, for the rollout and the update": (
+                  "lstm", "LSTM", "h_t", "hidden", "encoder", "param", "else:", "h, c", "return h", "run",
+                  "padded", "self.critic = ", "self.actor = ", "nn.Sequential(", "layer_init(nn.Linear(",
+                  "nn.Tanh(),", ")", "def get_value(", "return self.critic(x)", "def action_distributions(",
+                  "pi(.|s)'s parameters", "def get_action(", "a_t ~ pi(.|s_t)", "update. A Gaussian",
+                  "Rollout-time", "E ~ Exp(1)", "which picks a", "more than the forward", "dists",
+                  "action = torch.cat(", "return torch.cat(per_head", "def evaluate_actions(", "def replay(",
+                  "log pi(a_t|s_t)", "actions (and a Gaussian", "log-probs and entropies", "return logprob, entropy",
+                  "obs_layout: the row's keys", "def log_prob_and_entropy(", "step = ", "features", '"bias"',
+                  "def initial_state(", "def memory(", "return self.critic(self.memory")},
+    "make_storage": {"ppo_lstm.py's kept state, log pi_old and V; and where an observation starts an episode": (
+        "initial_lstm_state", "logprobs=", "values=", "new_episode=")},
+    "collect_rollout": {"ppo_lstm.py's state carried through the rollout and kept at its start; zeroed for each "
+                        "observation that starts an episode": (
+                            "lstm_state", "LSTM", "h_t", "no_grad", "inference_mode", "logprob", "value",
+                            "new_episode", "Fills storage", "memory of them", "last rollout", "return next_obs",
+                            "a_t ~ pi(.|s_t)", "torch.as_tensor(next_obs", "update's backward",
+                            "def collect_rollout(")},
+    "ppo_update": {"ppo_lstm.py's: minibatches of whole agent sequences, replayed from their states": (
+        "def batch(", "return torch.as_tensor(", "sequence_minibatches", "whole sequences", "a new order every epoch",
+        "epoch would take", "tensor_split", "agent.evaluate_actions(", "lstm_state, run_starts)")},
+    "train": {"the state carried from one rollout to the next, zero for the new episodes; log pi_old and V from the "
+              "rollout (ppo_lstm.py's bootstrap_value)": (
+                  "Agent(", "lstm_state", "collect_rollout(", "global_step, run.writer, device)",
+                  "rollout_logprobs_and_values", "bootstrap_value", "compute_gae(", "ppo_update(", "returns, device)")},
+    "evaluate": {"each agent's state carried and zeroed as in training": (
+        "lstm_state", "pi(.|s)", "pi(.|h_t)", "agent's first episodes", "state carried", "(counting the first",
+        "agent.get_action(")},
+    "parse_and_check": {"--lstm-hidden-size checked; a sequence of at least 2 steps": (
+        "lstm_hidden_size", "step_timeout", "num_steps < 2", "needs sequences")},
+    "check_game": {"the agents must split into minibatches of whole sequences": (
+        "minibatches", "the observation keys", "and the GDScript", "agents do not divide", "whole agent sequences",
+        "export must be able", "without a game")},
+    "saved_agent": {"the LSTM's size from the checkpoint's flags": ("Agent(",)},
+    "OnnxPolicy": {"the LSTM's state in and out, h then c": (
+        "state_outs", "state_ins", "hidden", "h, c", "return torch.cat(", "zeros where an episode starts",
+        "feed each agent's", "self.agent.action_distributions(")},
+    "export_onnx": {"state_ins is the LSTM's state": ("example = ", "torch.zeros(1, 2 *")},
+    "gdscript_policy": {"the state per instance, reset(), and the LSTM cell written out": (
+        "LSTM", "state", "remembers", "reset", "HIDDEN", "h = ", "c = ", "gates", "encode", "head", "w_ih",
+        "functions", "layers, output", "sigmoid", "one per agent", "_init", "output = ", "out", "Zero memory",
+        "for _k", "h.append", "c.append", "with torch.no_grad():", "written out as sums", "dictionary set_action()",
+        "this_file.gd", "*layers",
+        "\"\",", "for name, module in", "[i f g o]", "c[k]", "h[k]", "return 1.0", "func"), },
+    "export_gdscript": {"the file holds all but the critic's weights": ("what the file holds", "isfinite")},
+}
+ONLY_IN_GODOT_LSTM = {"forget": "the state zeroed where an observation starts an episode",
+                      "bootstrap_value": "ppo_lstm.py's V(next_obs) from the state the rollout ended with",
+                      "sequence_minibatches": "ppo_lstm.py's minibatches of whole sequences, runs cut where the "
+                                              "game says an episode starts"}
+ONLY_IN_PPO_GODOT_NOT_LSTM = {"rollout_logprobs_and_values": "the rollout keeps log pi_old and V itself"}
+
+
 # Each sibling is its parent but for its idea: (parent, child): (the declared differences of the definitions both
 # have, what the child alone defines, what the parent alone defines)
 SIBLINGS = {
@@ -365,6 +426,7 @@ SIBLINGS = {
     ("ppo_godot_multi_policy.py", "ppo_godot_self_play.py"): (SELF_PLAY, ONLY_IN_SELF_PLAY, {}),
     ("ppo_godot.py", "ppo_godot_bc.py"): (BEHAVIOUR_CLONING, ONLY_IN_BEHAVIOUR_CLONING, {}),
     ("ppo_godot.py", "ppo_godot_camera.py"): (CAMERA, ONLY_IN_CAMERA, {}),
+    ("ppo_godot.py", "ppo_godot_lstm.py"): (GODOT_LSTM, ONLY_IN_GODOT_LSTM, ONLY_IN_PPO_GODOT_NOT_LSTM),
 }
 
 
@@ -384,3 +446,29 @@ def test_what_only_one_of_two_siblings_defines_is_declared(parent, child):
     _, only_in_child, only_in_parent = SIBLINGS[parent, child]
     in_parent, in_child = set(definitions(parent)), set(definitions(child))
     assert in_child - in_parent == set(only_in_child) and in_parent - in_child == set(only_in_parent)
+
+
+def methods(script, class_name):
+    """{name: source} of a class's methods."""
+    text = (REPO / script).read_text()
+    (node,) = [node for node in ast.parse(text).body if getattr(node, "name", None) == class_name]
+    return {item.name: ast.get_source_segment(text, item) for item in node.body if isinstance(item, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("name", ["bootstrap_value", "compute_gae", "ppo_update", "layer_init"])
+def test_ppo_godot_lstm_takes_what_memory_needs_from_ppo_lstm_line_for_line(name):
+    assert definitions("ppo_godot_lstm.py")[name] == definitions("ppo_lstm.py")[name]
+
+
+@pytest.mark.parametrize("name", ["initial_state", "memory", "get_value", "replay"])
+def test_ppo_godot_lstm_agent_steps_and_replays_the_lstm_as_ppo_lstm_does(name):
+    assert methods("ppo_godot_lstm.py", "Agent")[name] == methods("ppo_lstm.py", "Agent")[name]
+
+
+def test_ppo_godot_lstm_cuts_sequences_where_the_game_says_an_episode_starts():
+    """sequence_minibatches is ppo_lstm.py's but for where a run starts: after a row that returned a new episode's
+    first observation, which a plugin-like game's episode end does too, not only an autoreset row."""
+    assert_differs_only_as_declared("sequence_minibatches", definitions("ppo_lstm.py")["sequence_minibatches"],
+                                    definitions("ppo_godot_lstm.py")["sequence_minibatches"],
+                                    {"where a run starts": ("a run of steps starts at row 0", "after_reset[:, 1:]",
+                                                            "first observation (from h = 0)")})

@@ -144,8 +144,8 @@ func play_alone():
 				printerr("chase: no policy for %s: give --policy=PATH or --policy_%s=PATH (a .gd file)" % [name, name])
 				get_tree().quit(2)
 				return
-			loaded[path] = script.new()
-		policies.append(loaded[path])
+			loaded[path] = script
+		policies.append(loaded[path].new())  # one each: a recurrent policy holds its agent's memory
 	rules.start_counting(int(args.get("episodes", "100")))
 	rules.reset_all()  # as the trainer's first reset message does
 
@@ -210,6 +210,7 @@ func action_array(action, i):
 func act_alone():
 	if acting:
 		rules.end_action()
+		forget_ended_episodes()
 		if rules.count_episodes():
 			rules.print_means()
 			policies = []  # done: no more actions
@@ -220,6 +221,14 @@ func act_alone():
 		actions.append(policies[i].act(observation(i)))
 	rules.start_action(actions)
 	acting = true
+
+
+func forget_ended_episodes():
+	# a recurrent policy (ppo_godot_lstm.py) starts from zero memory where its agent's episode starts anew:
+	# after the action that only reset it, or at once where the plugin's way resets on the spot
+	for i in range(n_agents):
+		if (rules.autoreset[i] or (plugin and rules.dones[i])) and policies[i].has_method("reset"):
+			policies[i].reset()
 
 
 func _physics_process(_delta):

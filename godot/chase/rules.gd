@@ -9,8 +9,8 @@
 # which only resets it (reward 0, autoreset). With plugin (--action_type=plugin) it is reset on the
 # spot instead, as the official plugin's games are, and a time-out is not told apart.
 #
-# --target_shown=K makes it a memory task: an agent sees its target (to_target) in the observations
-# before its episode's K-th action only, zeros after; where the target lies must be remembered.
+# --target_every=K makes it a memory task: an agent sees its target (to_target) in every K-th observation of
+# its episode only (the first, then after K actions, ...), zeros between; where it lies must be remembered.
 #
 # Each action: start_action(actions), then tick_all() every physics tick of the action, then
 # end_action(). Playing without a trainer (count_episodes) counts returns as --eval-checkpoint does.
@@ -26,7 +26,7 @@ var rng = RandomNumberGenerator.new()
 var n_agents = 16
 var action_type = "discrete"  # discrete, multidiscrete, continuous or plugin
 var plugin = false
-var target_shown = MAX_STEPS + 1  # --target_shown: actions an episode's target is shown for
+var target_every = 1  # --target_every: the target is seen in every target_every-th observation
 var positions = []
 var targets = []
 var velocities = []  # the current action, as a velocity applied every tick
@@ -50,7 +50,7 @@ func start(command_line):
 	n_agents = int(args.get("n_agents", "16"))
 	action_type = args.get("action_type", "discrete")
 	plugin = action_type == "plugin"
-	target_shown = int(args.get("target_shown", str(MAX_STEPS + 1)))
+	target_every = max(1, int(args.get("target_every", "1")))
 	make_agents()
 
 
@@ -104,7 +104,7 @@ func names():
 
 func observation(i):
 	var to_target = targets[i] - positions[i]
-	if steps[i] >= target_shown:  # the memory task: hidden after the episode's first actions
+	if steps[i] % target_every != 0:  # the memory task: hidden between two sightings
 		to_target = Vector2()
 	if plugin:
 		return {"to_target": [to_target.x, to_target.y], "position": [positions[i].x, positions[i].y]}

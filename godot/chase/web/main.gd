@@ -53,8 +53,8 @@ func _ready():
 				set_physics_process(false)
 				rules = null  # nothing to draw
 				return
-			loaded[path] = script.new()
-		policies.append(loaded[path])
+			loaded[path] = script
+		policies.append(loaded[path].new())  # one each: a recurrent policy holds its agent's memory
 	rules.start_counting(int(args.get("episodes", str(FOREVER))))
 	rules.reset_all()
 	for body in range(bodies().size()):
@@ -80,6 +80,9 @@ func _physics_process(_delta):
 func act():
 	if acting:
 		rules.end_action()
+		for i in range(rules.n_agents):  # a recurrent policy starts from zero memory where its episode starts anew
+			if rules.autoreset[i] and policies[i].has_method("reset"):
+				policies[i].reset()
 		if rules.count_episodes() and not reported:
 			rules.print_means()
 			print("DONE")
