@@ -7,9 +7,9 @@ Read it as a diff against ppo_godot.py (beside it): ppo_godot.py plus an LSTM, a
 one, and what the LSTM needs from ppo_lstm.py line for line: the state kept at each rollout's start,
 minibatches of whole agent sequences, and the update's replay through the LSTM from those states. An agent's
 state is zero where its episode starts; a game says where, one of ppo_godot.py's two ways:
-  1. Like gymnasium (the demo game): the step after an end only resets the agent (autoreset). That step
-     still sees the final observation with the old state (V(final observation) stays right); the state
-     is zero after it.
+  1. Like gymnasium (the demo game): the step after an end only resets the agent (autoreset). Its input
+     is still the old episode's final observation, fed with the old state (so V(final observation), which a
+     time-out bootstraps from, remembers the episode); the state is zero after it.
   2. Like the official plugin: on the spot, so the observation sent with done is already the next
      episode's first, and the state is zero for it.
 ALGO comments give equations.
@@ -370,7 +370,8 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
-        new_episode=np.zeros(rows, dtype=bool),  # True: the observation this row returned starts an episode
+        new_episode=np.zeros(rows, dtype=bool),  # True: the observation this row returned starts an episode,
+        # so the next row's state is zero
     )
 
 
@@ -1636,7 +1637,9 @@ class OnnxPolicy(nn.Module):
     action's mean, followed by its log std when the game mixes both kinds, as the plugin's ONNX wrapper
     then expects), and
     state_outs. Here the state is the LSTM's: state_ins and state_outs are [1, 2 x lstm_hidden_size], h then c,
-    zeros where an episode starts; the game must feed each agent's state_outs back as its next state_ins."""
+    zeros where an episode starts; the game must feed each agent's state_outs back as its next state_ins. The
+    plugin's own inference does not: it feeds state_ins one number (sync.gd line 235) and drops state_outs, so
+    a game runs this model from its own controller (docs/shipping-your-agent.md#a-recurrent-policy)."""
 
     def __init__(self, agent):
         super().__init__()
@@ -1760,7 +1763,8 @@ def gdscript_policy(agent, obs_layout, action_heads, trained):
         "# It remembers: an instance holds one agent's memory (the LSTM's state), so each agent needs its own.",
         "#   var policy = load(\"res://this_file.gd\").new()  # one per agent (controller)",
         "#   controller.set_action(policy.act(controller.get_obs()))  # once per action, as in training",
-        "#   policy.reset()  # where the agent's episode starts anew: before its first act()",
+        "#   policy.reset()  # where the agent's episode starts anew: after the step that only reset it, or at once",
+        "#   # where the game resets an agent on the spot (the plugin's way), before the new episode's first act()",
         "# act(obs) plays the most likely action; act(obs, true) draws one from the policy (call randomize()",
         "# once in Godot 3, whose random numbers otherwise repeat). A missing or short key: an error, and {}.",
         f"# Observes: {spaces}. Acts: {acts}.",
@@ -1793,7 +1797,7 @@ def gdscript_policy(agent, obs_layout, action_heads, trained):
         "\t\t\treturn {}",
         "\t\tfor value in obs[OBS_KEYS[k]]:",
         "\t\t\tx.append(float(value))",
-        "\tvar z = gates(encode(x) + h)  # the input, forget, cell and output gates' sums, HIDDEN each",
+        "\tvar z = gates(encode(x) + h)  # of [x, h] (+ joins arrays): the input, forget, cell and output gates",
         "\tfor k in range(HIDDEN):  # c_t = f c_{t-1} + i g, h_t = o tanh(c_t)",
         "\t\tc[k] = sigmoid(z[HIDDEN + k]) * c[k] + sigmoid(z[k]) * tanh(z[2 * HIDDEN + k])",
         "\t\th[k] = sigmoid(z[3 * HIDDEN + k]) * tanh(c[k])",

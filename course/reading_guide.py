@@ -16,9 +16,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "course" / "README.md"
 SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py",
-           "ppo_godot_multi_policy.py", "ppo_godot_self_play.py", "ppo_lstm.py", "ppo_scratch_skeleton.py"]
+           "ppo_godot_multi_policy.py", "ppo_godot_self_play.py", "ppo_lstm.py", "ppo_godot_lstm.py",
+           "ppo_scratch_skeleton.py"]
 TRAINING = SCRIPTS[:-1]
-GODOT = ["ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
+GODOT = ["ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py", "ppo_godot_multi_policy.py", "ppo_godot_self_play.py",
+         "ppo_godot_lstm.py"]
 SEVERAL = ["ppo_godot_multi_policy.py", "ppo_godot_self_play.py"]
 
 # topic: {script: the anchor lines' text (a start of the stripped line), in the order they come}
@@ -27,7 +29,8 @@ TOPICS = {
     "env factory and vector envs": {"ppo.py": ["def make_env(", "def make_envs("],
                                     "ppo_continuous_action.py": ["def make_env(", "def wrap_envs(", "def make_envs("],
                                     **{s: ["class GodotVecEnv:", "def read_layouts(", "def to_game_action(",
-                                           "def make_envs("] for s in ("ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py")},
+                                           "def make_envs("] for s in ("ppo_godot.py", "ppo_godot_camera.py", "ppo_godot_bc.py",
+                                                                       "ppo_godot_lstm.py")},
                                     **{s: ["class GodotVecEnv:", "def read_layouts(", "def read_policies(",
                                            "def to_game_action(", "def make_envs("] for s in SEVERAL},
                                     "ppo_lstm.py": ["class CartPoleNoVel(", "def make_env(", "def make_envs(",
@@ -40,11 +43,16 @@ TOPICS = {
     "the rollout and next-step autoreset": {s: ["def collect_rollout("] for s in SCRIPTS},
     "the LSTM state: carried step to step, zero where an episode starts": {
         "ppo_lstm.py": ["def initial_state(", "def memory(", "def forget(",
-                        "next_lstm_state = agent.initial_state(args.num_envs)"]},
+                        "next_lstm_state = agent.initial_state(args.num_envs)"],
+        "ppo_godot_lstm.py": ["new_episode = autoreset", "def initial_state(", "def memory(", "def forget(",
+                              "next_lstm_state = agent.initial_state(args.num_envs)"]},
     "GAE, delta_t and A_t": {**{s: ["def rollout_logprobs_and_values(", "def compute_gae("] for s in SCRIPTS},
-                             "ppo_lstm.py": ["def bootstrap_value(", "def compute_gae("]},
-    "minibatches of whole env sequences": {"ppo_lstm.py": ["def sequence_minibatches("]},
-    "the update's replay of each sequence through the LSTM": {"ppo_lstm.py": ["def replay("]},
+                             **{s: ["def bootstrap_value(", "def compute_gae("] for s in ("ppo_lstm.py",
+                                                                                         "ppo_godot_lstm.py")}},
+    "minibatches of whole env sequences": {s: ["def sequence_minibatches("]
+                                           for s in ("ppo_lstm.py", "ppo_godot_lstm.py")},
+    "the update's replay of each sequence through the LSTM": {s: ["def replay("] for s in ("ppo_lstm.py",
+                                                                                           "ppo_godot_lstm.py")},
     "the ratio r_t": {**{s: ["logratio = newlogprob"] for s in TRAINING},
                       "ppo_scratch_skeleton.py": ["# TODO 5"]},
     "L^CLIP": {**{s: ["# ALGO: L^CLIP"] for s in TRAINING}, "ppo_scratch_skeleton.py": ["# TODO 6"]},

@@ -23,6 +23,15 @@ func _ready():
 					"in_agent_group": controller.is_in_group("AGENT"), "n_steps": controller.n_steps,
 					"ticks": controller.ticks,
 					"done": controller.done}
+			"plays with a reset":  # the recurrent controller: about 12 ticks, reset(), about 12 more
+				for _tick in range(12):
+					await get_tree().physics_frame
+				answer["before_reset"] = len(controller.recorded)
+				controller.reset()
+				for _tick in range(12):
+					await get_tree().physics_frame
+				answer["actions"] = controller.recorded
+				answer["n_steps"] = controller.n_steps
 			"camera modes":  # get_obs() training and in ONNX inference
 				controller.control_mode = controller.ControlModes.TRAINING
 				answer["training"] = controller.get_obs()

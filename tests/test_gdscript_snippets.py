@@ -13,6 +13,7 @@ import torch
 
 import godot4_web
 import ppo_godot
+import ppo_godot_lstm
 from conftest import REPO
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -131,16 +132,18 @@ STANDINS = {  # class: (base, file, text)
 }
 IMAGE = bytes(v for y in range(36) for x in range(36) for v in ((x * 7) % 256, (y * 11) % 256, ((x + y) * 13) % 256))
 OBSERVATIONS = [{"obs": [0.3, -0.2, 0.5, 0.4]}, {"obs": [-0.9, 0.1, 1.2, -0.3]}, {"obs": [0.0, 0.8, -0.6, -1.1]}]
+GAME_SIDE = ('extends "SNIPPET"\n# the game\'s side: what it observes, what an action does (recorded)\n'
+             "var observations = " + json.dumps(OBSERVATIONS) + "\nvar asked = 0\nvar recorded = []\n\n\n"
+             "func get_obs() -> Dictionary:\n"
+             "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
+             "func set_action(action) -> void:\n\trecorded.append(action)\n")
 # How each snippet runs, by its page and first line: "host", the file around a fragment or the game's side of a
 # whole controller ("SNIPPET" is the snippet's own file); the nodes it finds as children; what the run does
 HOSTS = {
-    ("shipping-your-agent.md", "extends AIController3D"): {
-        "host": 'extends "SNIPPET"\n# the game\'s side: what it observes, what an action does (recorded)\n'
-                "var observations = " + json.dumps(OBSERVATIONS) + "\nvar asked = 0\nvar recorded = []\n\n\n"
-                "func get_obs() -> Dictionary:\n"
-                "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
-                "func set_action(action) -> void:\n\trecorded.append(action)\n",
-        "children": [], "check": "plays"},
+    ("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc"): {
+        "host": GAME_SIDE, "children": [], "check": "plays"},
+    ("shipping-your-agent.md", "# Plays a recurrent policy (ppo_godot_lstm.py --gd"): {
+        "host": GAME_SIDE, "children": [], "check": "plays with a reset"},
     ("using-the-scripts.md", "func get_obs() -> Dictionary:"): {
         "host": "extends AIController3D\n@onready var camera = $RGBCameraSensor2D\n\n\nSNIPPET_TEXT",
         "children": ["RGBCameraSensor2D"], "check": "camera modes"},
@@ -160,7 +163,9 @@ def gdscript_snippets():
 
 
 def key(doc, snippet):
-    return doc, snippet.splitlines()[0][:50]
+    """A snippet's page and its first comment line (its first line if it has none), 50 characters of it."""
+    lines = snippet.splitlines()
+    return doc, next((line for line in lines if line.startswith("#")), lines[0])[:50]
 
 
 def class_cache():
@@ -180,9 +185,15 @@ def answers(tmp_path_factory):
     layout, heads = [("obs", (4,))], [("move", "discrete", 5)]
     agent = ppo_godot.Agent(layout, heads)
     ppo_godot.export_gdscript(agent, layout, heads, str(folder / "npc_policy.gd"), "the tests")
+    torch.manual_seed(3)  # a seed whose memory changes the third decision (the last test checks it)
+    recurrent = ppo_godot_lstm.Agent(layout, heads, 16)
+    with torch.no_grad():
+        recurrent.actor.weight.normal_(std=2.0)  # far from uniform: the state's effect shows in the actions
+    ppo_godot_lstm.export_gdscript(recurrent, layout, heads, str(folder / "npc_memory_policy.gd"), "the tests")
     files = {"main.gd": (REPO / "tests" / "godot4_run_snippets.gd").read_text(),
              ".godot/global_script_class_cache.cfg": class_cache(),
-             "npc_policy.gd": (folder / "npc_policy.gd").read_text()}
+             "npc_policy.gd": (folder / "npc_policy.gd").read_text(),
+             "npc_memory_policy.gd": (folder / "npc_memory_policy.gd").read_text()}
     files.update({f"plugin/{path}": text for _, path, text in STANDINS.values()})
     cases, keys = [], []
     for i, (doc, snippet) in enumerate(gdscript_snippets()):
@@ -202,7 +213,7 @@ def answers(tmp_path_factory):
     out = godot4_web.play(files)
     printed = [json.loads(line) for line in out["print"] if line.startswith("{")]
     assert out["done"] and len(printed) == len(keys), out
-    return dict(zip(keys, printed)), out["error"], agent
+    return dict(zip(keys, printed)), out["error"], agent, recurrent
 
 
 def test_every_snippet_has_a_way_to_run():
@@ -220,7 +231,7 @@ def test_the_shipping_controller_plays_the_exported_policy_every_8_ticks(answers
     """About 20 physics ticks (the driver waits 20 physics frames): decisions at ticks 0, 8 and 16, each the torch
     policy's greedy action; the controller is in the AGENT group, in model mode, counts its ticks as the plugin
     does (n_steps) and clears done."""
-    answer = answers[0][("shipping-your-agent.md", "extends AIController3D")]
+    answer = answers[0][("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc")]
     with torch.no_grad():
         greedy = answers[2].get_action(torch.tensor([o["obs"] for o in OBSERVATIONS]), greedy=True).numpy()
     assert answer["ticks"] >= 17 and len(answer["actions"]) == -(-answer["ticks"] // 8) == 3
@@ -254,3 +265,25 @@ def test_each_observation_key_holds_as_many_values_as_its_space_declares(first_l
             assert value == IMAGE.hex() and answer["space"][name]["size"] == [3, 36, 36]
     if "obs" in answer["obs"]:
         assert answer["obs"]["obs"] == [0.5, -1.0, 2.0, 3.0] and answer["obs"]["rays"] == [0.0] * 36
+
+
+def test_the_recurrent_controller_plays_the_policy_with_memory_and_forgets_at_reset(answers):
+    """About 12 ticks, reset(), about 12 more: decisions at ticks 0 and 8, then at 16 from zero memory: each the
+    torch LSTM's greedy action, its state carried from one decision to the next and zeroed by reset()."""
+    answer = answers[0][("shipping-your-agent.md", "# Plays a recurrent policy (ppo_godot_lstm.py --gd")]
+    recurrent = answers[3]
+    assert answer["before_reset"] == 2 and len(answer["actions"]) == 3
+    assert answer["n_steps"] < 16  # the plugin's reset() ran: n_steps counted from it
+    expected, state = [], recurrent.initial_state(1)
+    with torch.no_grad():
+        for k, obs in enumerate(OBSERVATIONS):
+            if k == answer["before_reset"]:
+                state = recurrent.initial_state(1)
+            action, _, _, state = recurrent.get_action(torch.tensor([obs["obs"]]), state, greedy=True)
+            expected.append({"move": int(action[0, 0])})
+    assert answer["actions"] == expected
+    with torch.no_grad():  # the reset shows: carried on instead, the third decision would differ
+        state = recurrent.initial_state(1)
+        for obs in OBSERVATIONS:
+            action, _, _, state = recurrent.get_action(torch.tensor([obs["obs"]]), state, greedy=True)
+    assert int(action[0, 0]) != expected[2]["move"]

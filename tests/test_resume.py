@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import CHASE, GODOT, GYM_SCRIPTS, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs
+from conftest import CHASE, GODOT, GODOT_LSTM, GYM_SCRIPTS, game_pids, needs_godot, read_scalars, read_text_tags, run_dirs
 
 ITERATIONS = 6
 
@@ -159,24 +159,24 @@ def test_a_new_total_on_resume_respreads_the_learning_rate_decay_and_says_so(scr
         assert logged[batch * iteration] == pytest.approx(expected, rel=1e-6), iteration
 
 
-@pytest.mark.parametrize("script", [GODOT], ids=repr)
+@pytest.mark.parametrize("script", [GODOT, GODOT_LSTM], ids=repr)
 def test_a_game_resumes_with_new_episodes_from_the_saved_boundary(script, tmp_path, monkeypatch, signal_at,
                                                                   capsys):
     argv = script.short + ["--total-timesteps", str(ITERATIONS * 256)]  # the fake game: 4 agents x 64
     signal_at(int(2.5 * 256))  # half-way through the third rollout
     assert train_in(tmp_path, script, argv, monkeypatch) == 130
     (run_dir,) = run_dirs(tmp_path)
-    saved = torch.load(run_dir / "ppo_godot.pt")
+    saved = torch.load(run_dir / f"{script.module.__name__}.pt")
     assert pickle.loads(saved["resume"])["global_step"] == 3 * 256
     signal_at(None)
 
     starting_weights = []
     original = script.module.Agent.evaluate_actions
 
-    def recording(self, x, action):  # the weights of the first update of the second life
+    def recording(self, x, action, *state):  # the weights of the first update of the second life
         if torch.is_grad_enabled() and not starting_weights:
             starting_weights.append({k: v.clone() for k, v in self.state_dict().items()})
-        return original(self, x, action)
+        return original(self, x, action, *state)
 
     monkeypatch.setattr(script.module.Agent, "evaluate_actions", recording)
     assert resume(tmp_path, script, [], monkeypatch) == run_dir

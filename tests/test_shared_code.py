@@ -377,7 +377,7 @@ GODOT_LSTM = {
                   "obs_layout: the row's keys", "def log_prob_and_entropy(", "step = ", "features", '"bias"',
                   "def initial_state(", "def memory(", "return self.critic(self.memory")},
     "make_storage": {"ppo_lstm.py's kept state, log pi_old and V; and where an observation starts an episode": (
-        "initial_lstm_state", "logprobs=", "values=", "new_episode=")},
+        "initial_lstm_state", "logprobs=", "values=", "new_episode=", "next row's state")},
     "collect_rollout": {"ppo_lstm.py's state carried through the rollout and kept at its start; zeroed for each "
                         "observation that starts an episode": (
                             "lstm_state", "LSTM", "h_t", "no_grad", "inference_mode", "logprob", "value",
@@ -402,7 +402,7 @@ GODOT_LSTM = {
     "saved_agent": {"the LSTM's size from the checkpoint's flags": ("Agent(",)},
     "OnnxPolicy": {"the LSTM's state in and out, h then c": (
         "state_outs", "state_ins", "hidden", "h, c", "return torch.cat(", "zeros where an episode starts",
-        "feed each agent's", "self.agent.action_distributions(")},
+        "feed each agent's", "self.agent.action_distributions(", "own controller")},
     "export_onnx": {"state_ins is the LSTM's state": ("example = ", "torch.zeros(1, 2 *")},
     "gdscript_policy": {"the state per instance, reset(), and the LSTM cell written out": (
         "LSTM", "state", "remembers", "reset", "HIDDEN", "h = ", "c = ", "gates", "encode", "head", "w_ih",
