@@ -1,7 +1,7 @@
 """Memory in a Godot game: ppo_godot.py (no memory) against ppo_godot_lstm.py (an LSTM) on the Chase game's memory
-task (chase_memory: each agent sees its target in its episode's first observation only) and on plain Chase
-(chase_discrete: the target in every observation), the same seeds and flags, per agent-step and per wall-clock
-minute.
+task (chase_memory: each agent sees its target in every 4th observation only, zeros in between) and on plain
+Chase (chase_discrete: the target in every observation), the same seeds and flags, per agent-step and per
+wall-clock minute.
 
     python benchmarks/godot_memory.py --seeds 3 --total-timesteps 1000000
 
@@ -101,8 +101,8 @@ def main():
             ax.set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-            ax.set_title(f"{game}: " + ("target seen in the first observation only" if game == "memory task"
-                                         else "target in every observation"), fontsize=9)
+            ax.set_title(f"{game}: " + ("the target in every 4th observation only" if game == "memory task"
+                                         else "the target in every observation"), fontsize=9)
     fig.suptitle("Memory in the Chase game: line, mean over seeds; band, min-max over seeds", fontsize=10)
     save_figure(fig, REPO / "benchmarks" / "figures" / "godot_memory.png", command)
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import godot4_web
-from conftest import REPO, benchmark, needs_godot, run_script
+from conftest import REPO, benchmark, free_port, needs_godot, run_script
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
@@ -184,3 +184,13 @@ def test_the_godot4_benchmark_compares_the_browser_with_godot_3_episode_by_episo
     (row,) = matches.browser_against_godot3(tmp_path, 16)[2:]
     assert row.startswith("| discrete | 16 (Godot 4.6: 16) | 16 | ")
     assert row.split(" | ")[5] == row.split(" | ")[6].rstrip(" |")  # the same mean return on both engines
+
+
+def test_the_memory_benchmark_reads_each_episode_with_its_step_and_minute(tmp_path):
+    needs_godot()
+    memory = benchmark("godot_memory")
+    args = argparse.Namespace(port=free_port(), total_timesteps=2048, ppo_args="--num-steps 32")
+    run = memory.train("ppo_godot_lstm.py", "memory task", 1, args)
+    assert len(run["steps"]) == len(run["minutes"]) == len(run["returns"]) > 0
+    assert run["steps"].max() <= 2048 and (np.diff(run["minutes"]) >= 0).all() and 0 < run["minutes"][-1] < 5
+    assert run["sps"] > 0 and memory.final(run) == pytest.approx(run["returns"][-memory.WINDOW:].mean())
