@@ -1,7 +1,8 @@
 """PPO with memory inside a running Godot game, through the godot-rl package, in one file.
 
-    python ppo_godot_lstm.py --env-path godot/chase/chase_memory.x86_64  # the target is seen once: remember it
+    python ppo_godot_lstm.py --env-path godot/chase/chase_memory.x86_64  # the target seen 1 step in 4: remember it
     tensorboard --logdir runs                  # charts/episodic_return against ppo_godot.py's on the same game
+    python ppo_godot_lstm.py --env-path ... --gdscript-export-path npc.gd  # a file that keeps each agent's memory
 
 Read it as a diff against ppo_godot.py (beside it): ppo_godot.py plus an LSTM, as ppo_lstm.py is ppo.py plus
 one, and what the LSTM needs from ppo_lstm.py line for line: the state kept at each rollout's start,

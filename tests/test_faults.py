@@ -18,8 +18,8 @@ import torch
 
 import ppo_godot
 import as_a_process
-from conftest import (CHASE, GODOT, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error, free_port,
-                      game_pids, needs_godot, run_dirs, run_script)
+from conftest import (CHASE, GODOT, GODOT_LSTM, GYM_SCRIPTS, REPO, as_from_a_terminal, assert_one_line_error,
+                      free_port, game_pids, needs_godot, run_dirs, run_script)
 from interrupting import PLACES
 from test_ppo_godot import assert_whole_onnx
 from scratch_reference import SOLUTIONS, complete
@@ -421,7 +421,7 @@ def test_an_onnx_export_path_gets_the_onnx_suffix_as_godot_rl_gives_it(given, wr
 def test_a_budget_of_no_whole_rollouts_says_what_runs(script, total, says, in_tmp, capsys):
     script.module.train(script.module.parse_args(script.short + ["--total-timesteps", str(total)]))
     out = capsys.readouterr().out.splitlines()
-    batch = "4 agents x --num-steps 64 = 256" if script is GODOT else "--num-envs x --num-steps = 256"
+    batch = "4 agents x --num-steps 64 = 256" if script in (GODOT, GODOT_LSTM) else "--num-envs x --num-steps = 256"
     assert out[0] == f"{script.file}: note: --total-timesteps {total} {says.format(batch=batch)}"
     assert f"global_step={says.split()[-2]} " in out[-2]
 
