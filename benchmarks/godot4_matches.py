@@ -6,8 +6,8 @@ and Godot 3.2.3 play: the figures behind the tests' pass/fail.
    torch actor's greedy action: discrete actions equal (count), continuous ones' largest difference.
 2. The demo game in the browser (godot/play_in_browser.py) against main.gd --policy on Godot 3.2.3, one policy
    file and seed: episode by episode, the same agent, length and ending, and the largest return difference
-   (tests/test_play_in_browser.py's policies: Chase discrete and the tag game from the kept checkpoints,
-   Chase continuous trained for 16,384 agent-steps).
+   (tests/test_play_in_browser.py's export_policies: Chase discrete and the tag game from the kept
+   checkpoints, Chase continuous trained for 16,384 agent-steps).
 
     python benchmarks/godot4_matches.py [--episodes 160]
 """
@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import godot4_web  # noqa: E402
 import ppo_godot  # noqa: E402
 from test_gdscript_export import ENGINES, as_get_obs, recorded_game  # noqa: E402
-from test_play_in_browser import GAMES, episodes  # noqa: E402
+from test_play_in_browser import GAMES, episodes, export_policies  # noqa: E402
 
 web = godot4_web.web
 
@@ -58,25 +58,10 @@ def exactness(folder):
     return rows
 
 
-def policies(folder):
-    """As tests/test_play_in_browser.py's fixture makes them."""
-    run_dir = ppo_godot.train(ppo_godot.parse_args(["--env-path", GAMES["continuous"], "--total-timesteps", "16384",
-                                                    "--save-model", "--log-dir", str(folder / "runs")]))
-    checkpoints = REPO / "tests" / "checkpoints"
-    for script, checkpoint, path in [
-            ("ppo_godot.py", checkpoints / "ppo_godot_153f0a8_chase_discrete.pt", "discrete.gd"),
-            ("ppo_godot_multi_policy.py", checkpoints / "ppo_godot_153f0a8_chase_tag.pt", "tag.gd"),
-            ("ppo_godot.py", f"{run_dir}/ppo_godot.pt", "continuous.gd")]:
-        subprocess.run([sys.executable, str(REPO / script), "--export-checkpoint", str(checkpoint),
-                        "--gdscript-export-path", str(folder / path)], check=True, capture_output=True, cwd=folder)
-    return {"discrete": [folder / "discrete.gd"], "continuous": [folder / "continuous.gd"],
-            "tag": [folder / "tag_chaser.gd", folder / "tag_runner.gd"]}
-
-
 def browser_against_godot3(folder, n_episodes):
     rows = ["| game | episodes | same agent, length and ending | terminated | largest return difference | "
             "mean return, Godot 3.2.3 | mean return, Godot 4.6 in Chromium |", "|---|---|---|---|---|---|---|"]
-    for game, files in policies(folder).items():
+    for game, files in export_policies(folder).items():
         flags = ([f"--policy={files[0]}"] if game != "tag" else
                  [f"--policy_chaser={files[0]}", f"--policy_runner={files[1]}"])
         proc = subprocess.run([GAMES[game], *flags, f"--episodes={n_episodes}", "--env_seed=5", "--no-window",

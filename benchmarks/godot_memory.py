@@ -37,8 +37,8 @@ def train(script, game, seed, args):
                         "--port", str(args.port), "--total-timesteps", str(args.total_timesteps),
                         *shlex.split(args.ppo_args)], cwd=workdir, check=True, stdout=subprocess.DEVNULL)
         acc = read_run(next(Path(workdir).glob("runs/*")))
-    episodes = acc.Scalars("charts/episodic_return")
-    start = acc.Scalars("charts/SPS")[0].wall_time - acc.Scalars("charts/SPS")[0].step / acc.Scalars("charts/SPS")[0].value
+    episodes, first = acc.Scalars("charts/episodic_return"), acc.Scalars("charts/SPS")[0]
+    start = first.wall_time - first.step / first.value  # the run's start: its first update's steps at its first SPS
     steps = np.array([e.step for e in episodes])
     minutes = np.array([(e.wall_time - start) / 60 for e in episodes])
     return dict(steps=steps, minutes=minutes, returns=np.array([e.value for e in episodes]),

@@ -261,7 +261,7 @@ def template_files(template):
         except zipfile.BadZipFile:
             raise Failure(f"--template {path} is not a zip file")
     found = re.search(rb"Godot Engine v(\d+\.\d+)", engine["index.wasm"])
-    if not engine["index.wasm"].count(VERSION):
+    if VERSION not in engine["index.wasm"]:
         raise Failure(f"the template is Godot {found[1].decode() if found else 'of no known version'}, not 4.6: "
                       "the exported policies and the game are tested on 4.6")
     return engine

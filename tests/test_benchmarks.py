@@ -180,7 +180,7 @@ def test_the_godot4_benchmark_compares_the_browser_with_godot_3_episode_by_episo
     matches = benchmark("godot4_matches")
     run_script("ppo_godot.py", "--export-checkpoint", REPO / "tests" / "checkpoints" / "ppo_godot_153f0a8_chase_discrete.pt",
                "--gdscript-export-path", tmp_path / "discrete.gd", cwd=tmp_path)
-    monkeypatch.setattr(matches, "policies", lambda folder: {"discrete": [tmp_path / "discrete.gd"]})
+    monkeypatch.setattr(matches, "export_policies", lambda folder: {"discrete": [tmp_path / "discrete.gd"]})
     (row,) = matches.browser_against_godot3(tmp_path, 16)[2:]
     assert row.startswith("| discrete | 16 (Godot 4.6: 16) | 16 | ")
     assert row.split(" | ")[5] == row.split(" | ")[6].rstrip(" |")  # the same mean return on both engines

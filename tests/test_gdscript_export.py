@@ -22,21 +22,14 @@ RUN_POLICY = REPO / "godot" / "run_policy.gd"
 
 
 def recorded_game(kind, steps=200):
-    """A random policy far from uniform (last layer's weights of std 2; a continuous action's rows 0.25
-    of that, so that its means fall inside and outside [-1, 1])
-    and what its 16 agents observed in the real game over `steps` steps, each observation once (an agent
-    pressed into a corner sees the same one until its time-out): (agent, layout, actions, rows)."""
+    """A random policy far from uniform (far_from_uniform) and what its 16 agents observed in the real game over
+    `steps` steps, each observation once (an agent pressed into a corner sees the same one until its time-out):
+    (agent, layout, actions, rows)."""
     envs = ppo_godot.GodotVecEnv(ppo_godot.parse_args(["--env-path", GAMES[kind], "--port", str(free_port())]))
     try:
         torch.manual_seed(0)
         agent = ppo_godot.Agent(envs.obs_layout, envs.action_heads)
-        with torch.no_grad():
-            agent.actor[-1].weight.normal_(std=2.0)
-            row = 0
-            for _, kind_, size in envs.action_heads:
-                if kind_ == "continuous":
-                    agent.actor[-1].weight[row:row + size] *= 0.25
-                row += size
+        far_from_uniform(agent.actor[-1], envs.action_heads)
         rows = [envs.reset()[0]]
         for _ in range(steps - 1):
             with torch.no_grad():
@@ -44,6 +37,18 @@ def recorded_game(kind, steps=200):
     finally:
         envs.close()
     return agent, envs.obs_layout, envs.action_heads, np.unique(np.concatenate(rows), axis=0)
+
+
+def far_from_uniform(layer, action_heads):
+    """The actor's last layer with weights of std 2, a continuous action's rows 0.25 of that (so that its means
+    fall inside and outside [-1, 1]): actions that differ from one observation to the next."""
+    with torch.no_grad():
+        layer.weight.normal_(std=2.0)
+        row = 0
+        for _, kind, size in action_heads:
+            if kind == "continuous":
+                layer.weight[row:row + size] *= 0.25
+            row += size
 
 
 def as_get_obs(row, obs_layout):

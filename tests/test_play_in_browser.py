@@ -29,12 +29,9 @@ EPISODE = re.compile(r"^policy=(\S+) agent=(\d+) episodic_return=(\S+) episodic_
 MEAN = re.compile(r"^policy=(\S+) mean_return=(\S+) over (\d+) episodes$")
 
 
-@pytest.fixture(scope="module")
-def policies(tmp_path_factory):
+def export_policies(folder):
     """Exported policies for each game: {game: [paths]}. Discrete and tag from the kept checkpoints; continuous
-    trained here for 16,384 agent-steps, enough to reach targets."""
-    needs_godot()
-    folder = tmp_path_factory.mktemp("policies")
+    trained here for 16,384 agent-steps, enough to reach targets (benchmarks/godot4_matches.py uses them too)."""
     run_dir = ppo_godot.train(ppo_godot.parse_args(["--env-path", CHASE["continuous"], "--port", str(free_port()),
                                                     "--total-timesteps", "16384", "--save-model",
                                                     "--log-dir", str(folder / "runs")]))
@@ -45,6 +42,12 @@ def policies(tmp_path_factory):
         run_script(script, "--export-checkpoint", checkpoint, "--gdscript-export-path", folder / path, cwd=folder)
     return {"discrete": [folder / "discrete.gd"], "continuous": [folder / "continuous.gd"],
             "tag": [folder / "tag_chaser.gd", folder / "tag_runner.gd"]}
+
+
+@pytest.fixture(scope="module")
+def policies(tmp_path_factory):
+    needs_godot()
+    return export_policies(tmp_path_factory.mktemp("policies"))
 
 
 def build(*argv):

@@ -9,7 +9,7 @@ import torch
 
 import ppo_godot_lstm
 from conftest import CHASE, REPO, assert_one_line_error, free_port, needs_godot, run_script
-from test_gdscript_export import ENGINES, as_get_obs, needs, played_alone
+from test_gdscript_export import ENGINES, as_get_obs, far_from_uniform, needs, played_alone
 
 GAMES = {"memory": str(REPO / "godot" / "chase" / "chase_memory.x86_64"),
          "plugin": str(REPO / "godot" / "chase" / "chase_plugin.x86_64")}
@@ -96,21 +96,15 @@ def test_what_memory_cannot_take_is_one_line(flags, message, tmp_path):
 
 
 def played_episodes(game, steps=300, lstm_hidden_size=16):
-    """An agent with a policy far from uniform (the actor's weights of std 2; a continuous action's rows 0.25 of
-    that) plays the real game greedily, its state carried and zeroed as in training: (agent, layout, heads, the
-    observations every agent was fed in turn, None where its state was zeroed, and torch's actions for them)."""
+    """An agent with a policy far from uniform (far_from_uniform) plays the real game greedily, its state carried
+    and zeroed as in training: (agent, layout, heads, the observations every agent was fed in turn, None where
+    its state was zeroed, and torch's actions for them)."""
     args = ppo_godot_lstm.parse_args(["--env-path", GAMES.get(game, CHASE.get(game)), "--port", str(free_port())])
     envs = ppo_godot_lstm.make_envs(args)
     try:
         torch.manual_seed(0)
         agent = ppo_godot_lstm.Agent(envs.obs_layout, envs.action_heads, lstm_hidden_size)
-        with torch.no_grad():
-            agent.actor.weight.normal_(std=2.0)
-            row = 0
-            for _, kind, size in envs.action_heads:
-                if kind == "continuous":
-                    agent.actor.weight[row:row + size] *= 0.25
-                row += size
+        far_from_uniform(agent.actor, envs.action_heads)
         per_agent = [[None] for _ in range(envs.num_envs)]  # None: a reset, here the first episodes' start
         actions = [[] for _ in range(envs.num_envs)]
         obs, _ = envs.reset(seed=1)

@@ -358,6 +358,25 @@ CAMERA = {
 ONLY_IN_CAMERA = {"camera_encoder": "the CNN of one camera"}
 
 
+class Merged:
+    """A definition made of two scripts' lines: each line it adds to the parent's is the other script's same
+    definition's, or holds one of the declared words (each used)."""
+
+    def __init__(self, other, declared):
+        self.other, self.declared = other, declared
+
+    def check(self, name, reference, source):
+        theirs = {line.strip() for line in definitions(self.other)[name].splitlines()}
+        words = [word for why in self.declared for word in self.declared[why]]
+        own, parents = ({line.strip() for line in text.splitlines()} for text in (source, reference))
+        # its new lines: neither removed ones nor the parent's own lines in another order
+        differing = [line for line in differing_lines(reference, source) if line in own and line not in parents]
+        undeclared = [line for line in differing if line not in theirs and not any(word in line for word in words)]
+        assert not undeclared, f"{name}: lines neither {self.other}'s nor declared: {undeclared}"
+        unused = [word for word in words if not any(word in line for line in differing)]
+        assert not unused, f"{name}: declared words no differing line holds: {unused}"
+
+
 # ppo_godot_lstm.py is ppo_godot.py but for memory, and takes from ppo_lstm.py what memory needs, line for line
 GODOT_LSTM = {
     "parse_args": {"the LSTM's size, small for the exported GDScript's cost; a minibatch takes whole agent "
@@ -365,17 +384,19 @@ GODOT_LSTM = {
                                  "pays for every unit")},
     "GodotVecEnv": {"the step says which observations start an episode, where the state is zero": (
         "new_episode", "starts an episode", "return (self.observations", '{"autoreset": autoreset')},
-    "Agent": {"ppo_lstm.py's encoder, LSTM and state (initial_state, memory, replay), with ppo_godot.py's action "
-              "heads on h_t; log pi and the entropy in one method, for the rollout and the update": (
-                  "lstm", "LSTM", "h_t", "hidden", "encoder", "param", "else:", "h, c", "return h", "run",
-                  "padded", "self.critic = ", "self.actor = ", "nn.Sequential(", "layer_init(nn.Linear(",
-                  "nn.Tanh(),", ")", "def get_value(", "return self.critic(x)", "def action_distributions(",
-                  "pi(.|s)'s parameters", "def get_action(", "a_t ~ pi(.|s_t)", "update. A Gaussian",
-                  "Rollout-time", "E ~ Exp(1)", "which picks a", "more than the forward", "dists",
-                  "action = torch.cat(", "return torch.cat(per_head", "def evaluate_actions(", "def replay(",
-                  "log pi(a_t|s_t)", "actions (and a Gaussian", "log-probs and entropies", "return logprob, entropy",
-                  "obs_layout: the row's keys", "def log_prob_and_entropy(", "step = ", "features", '"bias"',
-                  "def initial_state(", "def memory(", "return self.critic(self.memory")},
+    # ppo_lstm.py's Agent with ppo_godot.py's action heads on h_t: every differing line is ppo_lstm.py's Agent's,
+    # or one of these
+    "Agent": Merged("ppo_lstm.py", {
+        "the docstring names both": ("far: the LSTM's state", "obs_layout: the row's keys"),
+        "the heads read h_t, an action's log pi comes with the rollout's draw, H[pi] is the update's alone": (
+            "def __init__(self, obs_layout, action_heads, lstm_hidden_size):", "nn.Linear(lstm_hidden_size, n_outputs)",
+            "def action_distributions(self, hidden):", "pi(.|h_t)'s parameters", "self.actor(hidden).split(",
+            "def get_action(self, x, lstm_state, greedy=False):", "Rollout-time: a_t ~ pi(.|h_t) as a row",
+            "V(h_t) and the next state", "update. A Gaussian samples", "E ~ Exp(1), which picks a",
+            "dists = self.action_distributions(hidden)", "zip(self.heads, dists", "action = torch.cat(per_head",
+            "return action, self.log_prob(dists, action)", "return self.log_prob(dists, action), self.entropy(dists)",
+            "def log_prob(self, dists, action):", "log-probs add up", "logprob = 0", "return logprob",
+            "def entropy(self, dists):", "the actions' entropies added up", "entropy = 0", "return entropy")}),
     "make_storage": {"ppo_lstm.py's kept state, log pi_old and V; and where an observation starts an episode": (
         "initial_lstm_state", "logprobs=", "values=", "new_episode=", "next row's state")},
     "collect_rollout": {"ppo_lstm.py's state carried through the rollout and kept at its start; zeroed for each "
@@ -406,10 +427,9 @@ GODOT_LSTM = {
     "export_onnx": {"state_ins is the LSTM's state": ("example = ", "torch.zeros(1, 2 *")},
     "gdscript_policy": {"the state per instance, reset(), and the LSTM cell written out": (
         "LSTM", "state", "remembers", "reset", "HIDDEN", "h = ", "c = ", "gates", "encode", "head", "w_ih",
-        "functions", "layers, output", "sigmoid", "one per agent", "_init", "output = ", "out", "Zero memory",
+        "functions", "layers, output", "sigmoid", "one per agent", "_init", "output = ", "var out", "Zero memory",
         "for _k", "h.append", "c.append", "with torch.no_grad():", "written out as sums", "dictionary set_action()",
-        "this_file.gd", "*layers",
-        "\"\",", "for name, module in", "[i f g o]", "c[k]", "h[k]", "return 1.0", "func"), },
+        "this_file.gd", "*layers", "\"\",", "for name, module in", "[i f g o]", "c[k]", "h[k]", "return 1.0")},
     "export_gdscript": {"the file holds all but the critic's weights": ("what the file holds", "isfinite")},
 }
 ONLY_IN_GODOT_LSTM = {"forget": "the state zeroed where an observation starts an episode",
@@ -437,6 +457,8 @@ def test_a_sibling_differs_from_its_parent_only_where_its_idea_does(parent, chil
     declared = SIBLINGS[parent, child][0]
     if name not in declared:
         assert source == reference, f"{child}'s {name} differs: declare it, or make it {parent}'s"
+    elif isinstance(declared[name], Merged):
+        declared[name].check(name, reference, source)
     else:
         assert_differs_only_as_declared(name, reference, source, declared[name])
 

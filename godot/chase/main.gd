@@ -74,7 +74,7 @@ var drawn = null  # camera: the viewport's last image
 var screenshot = ""  # camera: where to save the window's first drawing
 var camera_usec = [0, 0]  # camera: microseconds the last observations took to draw and read back, and to hex-encode
 var marks = []  # camera: [agent square, target square] of each arena drawn, the window's last
-var policies = []  # --policy: each agent's exported policy; empty when a trainer plays
+var playing = false  # --policy: the game plays alone (rules.policies act)
 var acting = false  # --policy: an action is under way
 var recording = ""  # --record_demos: the file
 var rounds = 0  # --record_demos: the episodes to record
@@ -135,17 +135,12 @@ func play_alone():
 		printerr("chase: --policy plays vector observations only (camera policies ship as ONNX)")
 		get_tree().quit(2)
 		return
-	var loaded = {}
-	for name in rules.names():
-		var path = args.get("policy_" + name, args.get("policy", ""))
-		if not loaded.has(path):
-			var script = load(path) if path != "" else null
-			if script == null:
-				printerr("chase: no policy for %s: give --policy=PATH or --policy_%s=PATH (a .gd file)" % [name, name])
-				get_tree().quit(2)
-				return
-			loaded[path] = script
-		policies.append(loaded[path].new())  # one each: a recurrent policy holds its agent's memory
+	var problem = rules.load_policies()
+	if problem != "":
+		printerr(problem)
+		get_tree().quit(2)
+		return
+	playing = true
 	rules.start_counting(int(args.get("episodes", "100")))
 	rules.reset_all()  # as the trainer's first reset message does
 
@@ -210,25 +205,14 @@ func action_array(action, i):
 func act_alone():
 	if acting:
 		rules.end_action()
-		forget_ended_episodes()
+		rules.forget_ended_episodes()
 		if rules.count_episodes():
 			rules.print_means()
-			policies = []  # done: no more actions
+			playing = false  # done: no more actions
 			get_tree().quit()
 			return
-	var actions = []
-	for i in range(n_agents):
-		actions.append(policies[i].act(observation(i)))
-	rules.start_action(actions)
+	rules.start_action(rules.policy_actions())
 	acting = true
-
-
-func forget_ended_episodes():
-	# a recurrent policy (ppo_godot_lstm.py) starts from zero memory where its agent's episode starts anew:
-	# after the action that only reset it, or at once where the plugin's way resets on the spot
-	for i in range(n_agents):
-		if (rules.autoreset[i] or (plugin and rules.dones[i])) and policies[i].has_method("reset"):
-			policies[i].reset()
 
 
 func _physics_process(_delta):
@@ -239,7 +223,7 @@ func _physics_process(_delta):
 			rules.tick_all()
 		tick_in_action = (tick_in_action + 1) % action_repeat
 		return
-	if not policies.empty():
+	if playing:
 		if tick_in_action == 0:
 			act_alone()
 		rules.tick_all()

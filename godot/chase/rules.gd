@@ -36,6 +36,7 @@ var dones = []
 var truncated = []
 var frozen = []  # done, or reset by this action: does not move
 var autoreset = []
+var policies = []  # playing alone: each agent's own instance of its policy's exported file
 var agent_names = []  # playing alone: each agent's policy name
 var rounds = 0  # playing alone: the episodes each agent plays
 var returns = []  # playing alone: each agent's return so far in its episode, its length, its episodes ended
@@ -201,8 +202,38 @@ func end_action():
 			truncated[i] = not plugin
 
 
-# Playing without a trainer: each agent plays its first ceil(episodes / the agents of the policy that has
-# fewest) episodes, as --eval-checkpoint counts them.
+# Playing without a trainer: each agent acts by its policy's exported file (--policy=PATH, or per policy name
+# --policy_<name>=PATH), its own instance, since a recurrent policy (ppo_godot_lstm.py) holds its agent's
+# memory. Returns "", or the line that says which policy has no file.
+func load_policies():
+	var loaded = {}
+	for name in names():
+		var path = args.get("policy_" + name, args.get("policy", ""))
+		if not loaded.has(path):
+			loaded[path] = load(path) if path != "" else null
+		if loaded[path] == null:
+			return "chase: no policy for %s: give --policy=PATH or --policy_%s=PATH (a .gd file)" % [name, name]
+		policies.append(loaded[path].new())
+	return ""
+
+
+func policy_actions():
+	var actions = []
+	for i in range(n_agents):
+		actions.append(policies[i].act(observation(i)))
+	return actions
+
+
+# After end_action: a recurrent policy starts from zero memory where its agent's episode starts anew, after
+# the action that only reset it, or at once where the plugin's way resets on the spot.
+func forget_ended_episodes():
+	for i in range(n_agents):
+		if (autoreset[i] or (plugin and dones[i])) and policies[i].has_method("reset"):
+			policies[i].reset()
+
+
+# Each agent plays its first ceil(episodes / the agents of the policy that has fewest) episodes, as
+# --eval-checkpoint counts them.
 func start_counting(episodes):
 	agent_names = names()
 	var agents_of = {}

@@ -21,7 +21,6 @@ const FOREVER = 1000000000  # --episodes when not given: the counting never ends
 var args = {}
 var rules = null
 var tag = false
-var policies = []
 var action_repeat = 1
 var speedup = 1
 var tick_in_action = 0
@@ -42,19 +41,13 @@ func _ready():
 	action_repeat = max(1, int(args.get("action_repeat", "1")))
 	speedup = max(1, int(args.get("speedup", "1")))
 	frames_to_screenshot = int(args.get("screenshot", "-1"))
-	var loaded = {}
-	for name in rules.names():
-		var path = args.get("policy_" + name, args.get("policy", ""))
-		if not loaded.has(path):
-			var script = load(path) if path != "" else null
-			if script == null:
-				printerr("chase: no policy for %s: give --policy=PATH or --policy_%s=PATH (a .gd file)" % [name, name])
-				print("DONE")
-				set_physics_process(false)
-				rules = null  # nothing to draw
-				return
-			loaded[path] = script
-		policies.append(loaded[path].new())  # one each: a recurrent policy holds its agent's memory
+	var problem = rules.load_policies()
+	if problem != "":
+		printerr(problem)
+		print("DONE")
+		set_physics_process(false)
+		rules = null  # nothing to draw
+		return
 	rules.start_counting(int(args.get("episodes", str(FOREVER))))
 	rules.reset_all()
 	for body in range(bodies().size()):
@@ -80,17 +73,12 @@ func _physics_process(_delta):
 func act():
 	if acting:
 		rules.end_action()
-		for i in range(rules.n_agents):  # a recurrent policy starts from zero memory where its episode starts anew
-			if rules.autoreset[i] and policies[i].has_method("reset"):
-				policies[i].reset()
+		rules.forget_ended_episodes()
 		if rules.count_episodes() and not reported:
 			rules.print_means()
 			print("DONE")
 			reported = true
-	var actions = []
-	for i in range(rules.n_agents):
-		actions.append(policies[i].act(rules.observation(i)))
-	rules.start_action(actions)
+	rules.start_action(rules.policy_actions())
 	acting = true
 	var now = bodies()
 	for body in range(now.size()):
