@@ -58,6 +58,14 @@ def exactness(folder):
     return rows
 
 
+def same_episodes(godot3, godot4):
+    """How many episodes, in order, have the same agent, length and ending on both engines (the returns are
+    compared apart). Each episode is (policy, agent, return, length, ending), as test_play_in_browser's
+    episodes() reads it."""
+    return sum((name3, agent3, length3, end3) == (name4, agent4, length4, end4)
+               for (name3, agent3, _, length3, end3), (name4, agent4, _, length4, end4) in zip(godot3, godot4))
+
+
 def browser_against_godot3(folder, n_episodes):
     rows = ["| game | episodes | same agent, length and ending | terminated | largest return difference | "
             "mean return, Godot 3.2.3 | mean return, Godot 4.6 in Chromium |", "|---|---|---|---|---|---|---|"]
@@ -71,7 +79,7 @@ def browser_against_godot3(folder, n_episodes):
         out = godot4_web.console(web.play_built(folder / game, [f"--episodes={n_episodes}", "--speedup=20"],
                                                 godot4_web.ends, timeout=600))
         godot4, means4 = episodes(out["print"])
-        same = sum(a[:2] + a[3:] == b[:2] + b[3:] for a, b in zip(godot3, godot4))
+        same = same_episodes(godot3, godot4)
         largest = max(abs(a[2] - b[2]) for a, b in zip(godot3, godot4))
         rows.append(f"| {game} | {len(godot3)} (Godot 4.6: {len(godot4)}) | {same} | "
                     f"{sum(e[4] == 'terminated' for e in godot3)} | {largest:.1e} | "

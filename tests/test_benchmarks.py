@@ -174,6 +174,18 @@ def test_the_demonstrations_benchmark_counts_catches_over_a_running_window():
     assert demos.first_step_at((np.arange(1, 7) * 10, np.zeros(6)), 0.5, window=2) is None
 
 
+def test_the_godot4_benchmark_counts_an_episode_the_same_only_if_agent_length_and_ending_are():
+    matches = benchmark("godot4_matches")
+    godot3 = [("shared_policy", 0, 1.0, 12, "terminated"), ("shared_policy", 1, -0.5, 200, "truncated")]
+    assert matches.same_episodes(godot3, [("shared_policy", 0, 1.00001, 12, "terminated"),
+                                          ("shared_policy", 1, -0.5, 200, "truncated")]) == 2  # returns apart
+    assert matches.same_episodes(godot3, [("shared_policy", 0, 1.0, 13, "terminated"),
+                                          ("shared_policy", 1, -0.5, 200, "truncated")]) == 1  # a length
+    assert matches.same_episodes(godot3, [("shared_policy", 0, 1.0, 12, "truncated"),
+                                          ("shared_policy", 2, -0.5, 200, "truncated")]) == 0  # an ending, an agent
+    assert matches.same_episodes(godot3, [("runner", 0, 1.0, 12, "terminated")]) == 0  # a policy
+
+
 def test_the_godot4_benchmark_compares_the_browser_with_godot_3_episode_by_episode(tmp_path, monkeypatch):
     needs_godot()
     godot4_web.needs_godot4()
