@@ -67,6 +67,25 @@ def test_rewards_are_opposed_and_a_pair_ends_together(tag_game):
     assert ends >= 32  # every agent's episode has ended at least once: by 100 steps, a time-out
 
 
+def test_the_step_that_only_resets_a_pair_pays_nothing(tag_game):
+    """The action after a pair's end only resets the pair (info autoreset, both agents): reward 0 to each,
+    where every other step pays the chaser -0.01 plus what it closed, the runner the opposite."""
+    info, _, play = tag_game()
+    rng = np.random.default_rng(0)
+    ended = np.zeros(16, dtype=bool)
+    resets = 0
+    for _ in range(150):  # by 100 actions every pair has ended, by a catch or a time-out
+        reply = play([{"move": int(rng.integers(5))} if name == "chaser" else {"move": rng.uniform(-1, 1, 2).tolist()}
+                      for name in info["agent_policy_names"]])
+        autoreset = np.array([step["autoreset"] for step in reply["info"]])
+        np.testing.assert_array_equal(autoreset, ended)  # right after the end, and only then
+        assert (np.array(reply["reward"])[autoreset] == 0.0).all()
+        assert (np.array(reply["reward"])[~autoreset] != 0.0).all()
+        resets += autoreset.sum()
+        ended = np.array(reply["done"])
+    assert resets >= 16
+
+
 def test_the_sparse_reward_is_a_catch_and_nothing_else(tag_game):
     """--reward=sparse: the chaser gets 1 on the action that catches (a terminated end) and 0 otherwise, the
     runner the opposite; the scripted chaser catches runners that stay put, so the 1s are seen."""
