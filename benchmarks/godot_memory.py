@@ -49,6 +49,20 @@ def final(run):
     return float(run["returns"][-WINDOW:].mean())
 
 
+def margin_lines(finals, sps):
+    """The margins judged: finals {(script, game): each seed's final return}, sps {script: each run's agent-steps/s}."""
+    gap = min(finals["ppo_godot_lstm.py", "memory task"]) - max(finals["ppo_godot.py", "memory task"])
+    plain = np.mean(finals["ppo_godot_lstm.py", "plain Chase"]) - np.mean(finals["ppo_godot.py", "plain Chase"])
+    speed = np.mean(sps["ppo_godot.py"]) / np.mean(sps["ppo_godot_lstm.py"])
+    return ["", "The margins, set before the first run:",
+            f"1. memory task, lowest ppo_godot_lstm.py seed minus highest ppo_godot.py seed: {gap:+.2f} "
+            f"(margin: at least +2.0): {'met' if gap >= 2.0 else 'missed'}",
+            f"2. plain Chase, ppo_godot_lstm.py's mean final return minus ppo_godot.py's: {plain:+.2f} "
+            f"(margin: at most +1.0 above, memory does not help): {'met' if plain <= 1.0 else 'missed'}",
+            f"3. ppo_godot.py's agent-steps per second over ppo_godot_lstm.py's: {speed:.2f}x "
+            f"(margin: at least 2x): {'met' if speed >= 2.0 else 'missed'}"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=3)
@@ -73,17 +87,9 @@ def main():
                      f"{np.mean(sps):,.0f} ({min(sps):,.0f} to {max(sps):,.0f}) | "
                      f"{np.mean([run['minutes'][-1] for run in seeds]):.1f} |")
     finals = {key: [final(run) for run in seeds] for key, seeds in runs.items()}
-    gap = min(finals["ppo_godot_lstm.py", "memory task"]) - max(finals["ppo_godot.py", "memory task"])
-    plain = np.mean(finals["ppo_godot_lstm.py", "plain Chase"]) - np.mean(finals["ppo_godot.py", "plain Chase"])
-    speed = (np.mean([run["sps"] for key in runs if key[0] == "ppo_godot.py" for run in runs[key]])
-             / np.mean([run["sps"] for key in runs if key[0] == "ppo_godot_lstm.py" for run in runs[key]]))
-    lines += ["", "The margins, set before the first run:",
-              f"1. memory task, lowest ppo_godot_lstm.py seed minus highest ppo_godot.py seed: {gap:+.2f} "
-              f"(margin: at least +2.0): {'met' if gap >= 2.0 else 'missed'}",
-              f"2. plain Chase, ppo_godot_lstm.py's mean final return minus ppo_godot.py's: {plain:+.2f} "
-              f"(margin: at most +1.0 above, memory does not help): {'met' if plain <= 1.0 else 'missed'}",
-              f"3. ppo_godot.py's agent-steps per second over ppo_godot_lstm.py's: {speed:.2f}x "
-              f"(margin: at least 2x): {'met' if speed >= 2.0 else 'missed'}"]
+    steps_per_second = {script: [run["sps"] for key in runs if key[0] == script for run in runs[key]]
+                        for script in SCRIPTS}
+    lines += margin_lines(finals, steps_per_second)
     write_table("godot_memory", lines)
 
     import matplotlib

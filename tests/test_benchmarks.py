@@ -198,6 +198,16 @@ def test_the_godot4_benchmark_compares_the_browser_with_godot_3_episode_by_episo
     assert row.split(" | ")[5] == row.split(" | ")[6].rstrip(" |")  # the same mean return on both engines
 
 
+def test_the_memory_benchmark_judges_its_first_margin_on_the_lowest_and_highest_seeds_not_the_means():
+    memory = benchmark("godot_memory")
+    finals = {("ppo_godot_lstm.py", "memory task"): [3.0, 9.0, 9.0], ("ppo_godot.py", "memory task"): [2.0, 2.0, 4.0],
+              ("ppo_godot_lstm.py", "plain Chase"): [10.0], ("ppo_godot.py", "plain Chase"): [10.0]}
+    # the means are 4.33 apart, the lowest LSTM seed 1.0 below the highest ppo_godot.py seed
+    first = memory.margin_lines(finals, {"ppo_godot.py": [2.0], "ppo_godot_lstm.py": [1.0]})[2]
+    assert first.startswith("1. memory task, lowest ppo_godot_lstm.py seed minus highest ppo_godot.py seed: -1.00 ")
+    assert first.endswith(": missed")
+
+
 def test_the_memory_benchmark_reads_each_episode_with_its_step_and_minute(tmp_path):
     needs_godot()
     memory = benchmark("godot_memory")
