@@ -111,6 +111,12 @@ def contestant(kind, name, seed, runs):
     return greedy(next(runs[(kind, name, seed)].glob("*.pt")), name)
 
 
+def as_in_training(run_dir, name, seed):
+    """The trained policy `name` of the run as it acted in training: a ~ pi, torch's generator seeded."""
+    torch.manual_seed(seed)
+    return greedy(next(run_dir.glob("*.pt")), name, sample=True)
+
+
 def spread(values, form):
     """median (worst-best) over seeds."""
     return f"{form(np.median(values))} ({form(min(values))}-{form(max(values))})"
@@ -233,8 +239,7 @@ def main():
         for how in LEARNED:
             for seed in seeds:
                 for name in ("chaser", "runner"):
-                    torch.manual_seed(seed)
-                    policy = greedy(next(runs[(how, name, seed)].glob("*.pt")), name, sample=True)
+                    policy = as_in_training(runs[(how, name, seed)], name, seed)
                     length_, caught_, _ = match(*((policy, None) if name == "chaser" else (None, policy)), args.port,
                                                 args.eval_steps, 100 + seed)
                     sampled[(how, name, seed)] = caught_ if name == "chaser" else length_

@@ -198,6 +198,22 @@ def test_the_godot4_benchmark_compares_the_browser_with_godot_3_episode_by_episo
     assert row.split(" | ")[5] == row.split(" | ")[6].rstrip(" |")  # the same mean return on both engines
 
 
+def test_the_self_play_benchmark_s_sampled_column_draws_from_pi_not_the_greedy_action(tmp_path):
+    self_play = benchmark("chase_tag_self_play")
+    layouts = {"chaser": ([("obs", (4,))], [("move", "discrete", 5)]),
+               "runner": ([("obs", (5,))], [("move", "continuous", 2)])}
+    torch.manual_seed(0)
+    model = {f"agents.{name}.{key}": value for name, layout in layouts.items()
+             for key, value in self_play.ppo_godot_multi_policy.Agent(*layout).state_dict().items()}
+    policies = {name: {"obs_layout": obs_layout, "action_heads": heads} for name, (obs_layout, heads) in layouts.items()}
+    torch.save({"args": {"policies": policies}, "model": model}, tmp_path / "ppo_godot_self_play.pt")
+    for name, ([(_, shape)], _) in layouts.items():
+        obs = np.zeros((256, *shape), np.float32)  # one observation, 256 times
+        actions = [str(action) for action in self_play.as_in_training(tmp_path, name, 1)(obs, None)]
+        assert len(set(actions)) == (256 if name == "runner" else 5), name  # greedy: 1
+        assert actions == [str(action) for action in self_play.as_in_training(tmp_path, name, 1)(obs, None)]  # seeded
+
+
 def test_the_memory_benchmark_judges_its_first_margin_on_the_lowest_and_highest_seeds_not_the_means():
     memory = benchmark("godot_memory")
     finals = {("ppo_godot_lstm.py", "memory task"): [3.0, 9.0, 9.0], ("ppo_godot.py", "memory task"): [2.0, 2.0, 4.0],
