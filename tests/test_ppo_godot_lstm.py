@@ -2,6 +2,7 @@
 for both ways a game resets a finished agent (gymnasium-like, the demo game; on the spot, like the plugin),
 and the update's replay of whole agent sequences gives back the rollout's log pi_old and V."""
 import argparse
+import re
 
 import numpy as np
 import pytest
@@ -83,8 +84,9 @@ def test_the_replay_of_whole_sequences_gives_the_rollouts_log_probs_and_values(g
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--num-minibatches", "3"], "the game's 16 agents do not divide into --num-minibatches 3: each minibatch takes "
-                                 "whole agent sequences"),
+    # 16 agents x 64 steps = 1024 rows divide into 32 minibatches; the 16 agents' sequences do not
+    (["--num-minibatches", "32"], "the game's 16 agents do not divide into --num-minibatches 32: each minibatch "
+                                  "takes whole agent sequences"),
     (["--num-steps", "1"], "--num-steps 1: ppo_godot_lstm.py needs sequences of at least 2 steps"),
     (["--lstm-hidden-size", "0"], "--lstm-hidden-size must be positive, got 0"),
 ])
@@ -93,6 +95,42 @@ def test_what_memory_cannot_take_is_one_line(flags, message, tmp_path):
     proc = run_script("ppo_godot_lstm.py", "--env-path", CHASE["discrete"], "--port", str(free_port()), *flags,
                       cwd=tmp_path, check=False)
     assert_one_line_error(proc, message)
+
+
+def test_the_lstm_state_is_32_units_unless_told():
+    """32, not ppo_lstm.py's 128: the default the docs give, with why."""
+    assert ppo_godot_lstm.parse_args([]).lstm_hidden_size == 32
+    assert re.search(r"Its state is 32\s+units, not ppo_lstm.py's 128 \(`--lstm-hidden-size`\): the exported GDScript\s+"
+                     r"pays for every unit", (REPO / "docs" / "training-godot-games.md").read_text())
+
+
+def test_eval_checkpoint_zeroes_each_agent_s_state_where_its_episode_starts_in_a_plugin_game(tmp_path, monkeypatch):
+    """A plugin-like game resets an agent on the spot: the observation sent with done is already the next
+    episode's first, and --eval-checkpoint feeds it a zero state, as training does; nowhere else."""
+    needs_godot()
+    argv = ["--env-path", GAMES["plugin"], "--num-steps", "32", "--lstm-hidden-size", "16"]
+    run_dir = ppo_godot_lstm.train(ppo_godot_lstm.parse_args(argv + [
+        "--port", str(free_port()), "--total-timesteps", "512", "--save-model", "--log-dir", str(tmp_path)]))
+    fed, done = [], []
+    get_action, step = ppo_godot_lstm.Agent.get_action, ppo_godot_lstm.GodotVecEnv.step
+
+    def recording_get_action(agent, x, lstm_state, greedy=False):
+        fed.append((lstm_state[0][0].abs().sum(-1) + lstm_state[1][0].abs().sum(-1)).numpy().copy())
+        return get_action(agent, x, lstm_state, greedy)
+
+    def recording_step(envs, actions):
+        reply = step(envs, actions)
+        done.append(reply[2] | reply[3])
+        return reply
+
+    monkeypatch.setattr(ppo_godot_lstm.Agent, "get_action", recording_get_action)
+    monkeypatch.setattr(ppo_godot_lstm.GodotVecEnv, "step", recording_step)
+    returns = ppo_godot_lstm.evaluate(ppo_godot_lstm.parse_args(argv + [
+        "--port", str(free_port()), "--eval-checkpoint", f"{run_dir}/ppo_godot_lstm.pt", "--eval-episodes", "32"]))
+    zero, done = np.array(fed) == 0, np.array(done)
+    assert zero[0].all()  # the first observations: new episodes
+    np.testing.assert_array_equal(zero[1:], done[:-1])
+    assert len(returns) == 32 and done.sum() >= 32
 
 
 def played_episodes(game, steps=300, lstm_hidden_size=16):
