@@ -203,14 +203,11 @@ func action_array(action, i):
 
 
 func act_alone():
-	if acting:
-		rules.end_action()
-		rules.forget_ended_episodes()
-		if rules.count_episodes():
-			rules.print_means()
-			playing = false  # done: no more actions
-			get_tree().quit()
-			return
+	if acting and rules.end_action_alone():
+		rules.print_means()
+		playing = false  # done: no more actions
+		get_tree().quit()
+		return
 	rules.start_action(rules.policy_actions())
 	acting = true
 

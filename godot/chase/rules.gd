@@ -1,7 +1,8 @@
 # Chase's rules: n_agents agents, each chasing its own target in the square [-1, 1] x [-1, 1].
-# No engine API beyond RandomNumberGenerator and Vector2, and GDScript that Godot 3 and Godot 4 both read:
-# the Godot 3 game (main.gd: the trainer's protocol, cameras, --policy, --record_demos) and its Godot 4
-# web build (web/main.gd: drawn in a browser) run this same file, so both compute the same game.
+# The rules use no engine API beyond RandomNumberGenerator and Vector2 (playing alone adds load(), has_method
+# and print: the policies' files, the returns), in GDScript that Godot 3 and Godot 4 both read: the Godot 3
+# game (main.gd: the trainer's protocol, cameras, --policy, --record_demos) and its Godot 4 web build
+# (web/main.gd: drawn in a browser) run this same file, so both compute the same game.
 #
 # Reward per action: SHAPING x (distance closed) - 0.01, plus 1 on reaching the target.
 # An episode ends by reaching the target (terminated) or after MAX_STEPS actions (a time-out:
@@ -13,7 +14,8 @@
 # its episode only (the first, then after K actions, ...), zeros between; where it lies must be remembered.
 #
 # Each action: start_action(actions), then tick_all() every physics tick of the action, then
-# end_action(). Playing without a trainer (count_episodes) counts returns as --eval-checkpoint does.
+# end_action(); playing without a trainer, end_action_alone() instead, which counts returns as
+# --eval-checkpoint does.
 
 const MAX_STEPS = 100  # actions per episode before a time-out
 const DT = 1.0 / 60.0  # game seconds per physics tick
@@ -224,8 +226,15 @@ func policy_actions():
 	return actions
 
 
-# After end_action: a recurrent policy starts from zero memory where its agent's episode starts anew, after
-# the action that only reset it, or at once where the plugin's way resets on the spot.
+# Playing alone, each action's end. True once all counted episodes are played.
+func end_action_alone():
+	end_action()
+	forget_ended_episodes()  # before count_episodes, which clears the plugin's dones
+	return count_episodes()
+
+
+# A recurrent policy starts from zero memory where its agent's episode starts anew: after the action that only
+# reset it, or at once where the plugin's way resets on the spot.
 func forget_ended_episodes():
 	for i in range(n_agents):
 		if (autoreset[i] or (plugin and dones[i])) and policies[i].has_method("reset"):
@@ -246,7 +255,7 @@ func start_counting(episodes):
 		ended.append(0)
 
 
-# After end_action: adds the action's rewards; prints each counted episode that ended. True once all are played.
+# Adds the action's rewards; prints each counted episode that ended. True once all are played.
 func count_episodes():
 	for i in range(n_agents):
 		returns[i] += rewards[i]
@@ -269,3 +278,17 @@ func count_episodes():
 func print_means():
 	for name in totals:
 		print("policy=%s mean_return=%.6f over %d episodes" % [name, totals[name][1] / totals[name][0], totals[name][0]])
+
+
+# What the web build draws: every body, in arena order, each agent of Chase in an arena of its own.
+func bodies_drawn():
+	return positions
+
+
+func arena_count():
+	return n_agents
+
+
+# After start_action: the body was reset by it, a new episode under way.
+func started_anew(body):
+	return frozen[body]

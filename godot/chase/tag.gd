@@ -203,3 +203,15 @@ func end_action():
 		var p = learners[i] / 2
 		dones[i] = pair_done[p]
 		truncated[i] = pair_truncated[p]
+
+
+func bodies_drawn():  # each pair's chaser, then its runner
+	return bodies
+
+
+func arena_count():
+	return pair_steps.size()
+
+
+func started_anew(body):
+	return pair_frozen[body / 2]

@@ -50,14 +50,14 @@ func _ready():
 		return
 	rules.start_counting(int(args.get("episodes", str(FOREVER))))
 	rules.reset_all()
-	for body in range(bodies().size()):
+	for body in range(rules.bodies_drawn().size()):
 		trails.append([])
 	get_tree().root.content_scale_size = drawn_size()  # drawn at this size, scaled to the page
 
 
 func drawn_size():
-	var columns = min(COLUMNS, arenas())
-	var rows = int(ceil(float(arenas()) / columns))
+	var columns = min(COLUMNS, rules.arena_count())
+	var rows = int(ceil(float(rules.arena_count()) / columns))
 	return Vector2i(GAP + columns * (ARENA + GAP), TOP + rows * (ARENA + GAP))
 
 
@@ -71,40 +71,24 @@ func _physics_process(_delta):
 
 
 func act():
-	if acting:
-		rules.end_action()
-		rules.forget_ended_episodes()
-		if rules.count_episodes() and not reported:
-			rules.print_means()
-			print("DONE")
-			reported = true
+	if acting and rules.end_action_alone() and not reported:
+		rules.print_means()
+		print("DONE")
+		reported = true
 	rules.start_action(rules.policy_actions())
 	acting = true
-	var now = bodies()
+	var now = rules.bodies_drawn()
 	for body in range(now.size()):
-		if frozen(body):  # reset by this action: a new episode, a new trail
+		if rules.started_anew(body):  # reset by this action: a new episode, a new trail
 			trails[body].clear()
 		trails[body].append(now[body])
 		if trails[body].size() > TRAIL:
 			trails[body].pop_front()
 
 
-func bodies():
-	# every body drawn, in arena order: Chase's agents, or tag's chaser and runner of each pair
-	return rules.bodies if tag else rules.positions
-
-
-func frozen(body):
-	return rules.pair_frozen[body / 2] if tag else rules.frozen[body]
-
-
 func arena_corner(arena):
-	var columns = min(COLUMNS, arenas())
+	var columns = min(COLUMNS, rules.arena_count())
 	return Vector2(GAP + (arena % columns) * (ARENA + GAP), TOP + (arena / columns) * (ARENA + GAP))
-
-
-func arenas():
-	return rules.pair_steps.size() if tag else rules.n_agents
 
 
 func to_screen(arena, point):
@@ -124,10 +108,10 @@ func _draw():
 	if not means.is_empty():
 		var text = "mean return per episode so far: " + ", ".join(means)
 		draw_string(font, Vector2(GAP, 50), text, HORIZONTAL_ALIGNMENT_LEFT, -1, 16, Color(0.8, 0.8, 0.8))
-	for arena in range(arenas()):
+	for arena in range(rules.arena_count()):
 		draw_rect(Rect2(arena_corner(arena), Vector2(ARENA, ARENA)), Color(0.08, 0.08, 0.1))
 		draw_rect(Rect2(arena_corner(arena), Vector2(ARENA, ARENA)), Color(0.5, 0.5, 0.5), false, 2.0)
-	var now = bodies()
+	var now = rules.bodies_drawn()
 	for body in range(now.size()):
 		var arena = body / 2 if tag else body
 		var color = Color(0.9, 0.25, 0.2) if tag and body % 2 == 0 else Color(0.3, 0.55, 1.0)
