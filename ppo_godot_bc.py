@@ -19,7 +19,6 @@ import argparse
 import atexit
 import contextlib
 import copy
-import functools
 import importlib.util
 import io
 import json
@@ -783,9 +782,14 @@ def check_game(args, envs):
         budget_note(args.total_timesteps, args.batch_size, batch)
 
 
-@functools.cache  # read once: checked before a game starts, its steps taken once the game runs (demo_steps)
+DEMOS = {}  # each file's episodes by its absolute path, read once: checked before a game starts, taken once it runs
+
+
 def read_demos(path):
     """A demonstrations file's episodes, each [observations, actions], or one line saying why it holds none."""
+    file = os.path.abspath(path)  # parse_and_check reads the path as given, demo_steps as made absolute
+    if file in DEMOS:
+        return DEMOS[file]
     try:
         with open(path, encoding="utf-8") as f:
             episodes = json.load(f)
@@ -802,6 +806,7 @@ def read_demos(path):
     for n, episode in enumerate(episodes, 1):
         if not (isinstance(episode, list) and len(episode) == 2 and all(isinstance(part, list) for part in episode)):
             fail(f"--demos {path!r}: episode {n} is not [observations, actions], as the plugin records them")
+    DEMOS[file] = episodes
     return episodes
 
 

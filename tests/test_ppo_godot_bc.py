@@ -180,6 +180,19 @@ def test_a_file_that_holds_no_demonstrations_gets_one_line_before_a_game_starts(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("given", ["relative", "absolute"])
+def test_each_file_is_parsed_once_so_a_run_learns_from_the_episodes_it_checked(given, tmp_path, monkeypatch):
+    """parse_args reads each file before a game starts; once the game runs, its steps come from that reading,
+    not from the file again (here rewritten in between), whichever way its path was given."""
+    monkeypatch.chdir(tmp_path)
+    demos = cartpole_demos(tmp_path / "demos.json")
+    checked = sum(len(actions) for _, actions in json.loads(demos.read_text()))
+    args = bc.parse_args(["--demos", "demos.json" if given == "relative" else str(demos)])
+    cartpole_demos(demos, episodes=1)
+    game = argparse.Namespace(obs_layout=[("obs", (4,))], action_heads=[("move", "discrete", 2)], close=lambda: None)
+    assert len(bc.demo_steps(args.demos, game)["actions"]) == checked
+
+
 def test_training_needs_demonstrations_and_a_resumed_run_takes_none(tmp_path):
     proc = run_script(SCRIPT, "--env-path", str(GAMES / "chase_discrete.x86_64"), cwd=tmp_path, check=False)
     assert_one_line_error(proc, "--demos: give the demonstrations to start from, one file or more (ppo_godot.py "
