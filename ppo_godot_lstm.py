@@ -307,7 +307,8 @@ class Agent(nn.Module):
                 noise = 0 if greedy else action_logstd.exp() * torch.randn_like(action_mean)
                 per_head.append(action_mean + noise)
         action = torch.cat(per_head, dim=-1)
-        return action, self.log_prob(dists, action), self.critic(hidden), lstm_state
+        logprob, _ = self.log_prob_and_entropy(dists, action)  # H[pi], the update's alone: ~1% of a step here
+        return action, logprob, self.critic(hidden), lstm_state
 
     def replay(self, x, lstm_state, run_starts):
         """h_t of rows that are runs of steps, each run one env's consecutive steps of one episode,
@@ -325,42 +326,32 @@ class Agent(nn.Module):
     def evaluate_actions(self, x, action, lstm_state, run_starts):
         """log pi(a_t|h_t), the entropy H[pi(.|h_t)] and V(h_t), h_t replayed over whole runs of steps."""
         hidden = self.replay(x, lstm_state, run_starts)
-        dists = self.action_distributions(hidden)
-        return self.log_prob(dists, action), self.entropy(dists), self.critic(hidden)
+        return (*self.log_prob_and_entropy(self.action_distributions(hidden), action), self.critic(hidden))
 
-    def log_prob(self, dists, action):
-        """log pi(a_t|h_t). The actions (and a Gaussian's dimensions) are independent, so log-probs add up."""
-        logprob = 0
+    def log_prob_and_entropy(self, dists, action):
+        """log pi(a_t|h_t) and the entropy H[pi(.|h_t)], from action_distributions' dists. The
+        actions (and a Gaussian's dimensions) are independent, so log-probs and entropies add up."""
+        logprob, entropy = 0, 0
         per_head = action.split([1 if kind == "discrete" else size for kind, size in self.heads], dim=-1)
         for (kind, _), dist, a in zip(self.heads, dists, per_head):
             if kind == "discrete":
                 log_pi = dist
                 logprob = logprob + log_pi.gather(-1, a.long()).squeeze(-1)
+                entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
             else:
                 action_mean, action_logstd = dist
                 # log N(a; mean, std^2) = -z^2 / 2 - log std - log(2 pi) / 2, with z = (a - mean) / std
                 z = (a - action_mean) / action_logstd.exp()
                 logprob = logprob + (-0.5 * z**2 - action_logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
-        return logprob
-
-    def entropy(self, dists):
-        """H[pi(.|h_t)], the actions' entropies added up (the update's alone: the rollout needs none)."""
-        entropy = 0
-        for (kind, _), dist in zip(self.heads, dists):
-            if kind == "discrete":
-                log_pi = dist
-                entropy = entropy - (log_pi.exp() * log_pi).sum(-1)
-            else:
-                action_mean, action_logstd = dist
                 entropy = entropy + (0.5 + 0.5 * math.log(2 * math.pi) + action_logstd).sum(-1)
-        return entropy
+        return logprob, entropy
 
 
 def forget(lstm_state, new_episode):
     """The state is zero for an observation that starts an episode (new_episode: after an autoreset step, or
     with done in a plugin-like game). An autoreset step itself still used the old state, so V(s_final) is right."""
-    keep = torch.as_tensor(~new_episode, dtype=torch.float32, device=lstm_state[0].device).view(1, -1, 1)
-    return lstm_state[0] * keep, lstm_state[1] * keep
+    same_episode = torch.as_tensor(~new_episode, dtype=torch.float32, device=lstm_state[0].device).view(1, -1, 1)
+    return lstm_state[0] * same_episode, lstm_state[1] * same_episode
 
 
 # ================================================================================================

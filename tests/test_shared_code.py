@@ -394,9 +394,8 @@ GODOT_LSTM = {
             "def get_action(self, x, lstm_state, greedy=False):", "Rollout-time: a_t ~ pi(.|h_t) as a row",
             "V(h_t) and the next state", "update. A Gaussian samples", "E ~ Exp(1), which picks a",
             "dists = self.action_distributions(hidden)", "zip(self.heads, dists", "action = torch.cat(per_head",
-            "return action, self.log_prob(dists, action)", "return self.log_prob(dists, action), self.entropy(dists)",
-            "def log_prob(self, dists, action):", "log-probs add up", "logprob = 0", "return logprob",
-            "def entropy(self, dists):", "the actions' entropies added up", "entropy = 0", "return entropy")}),
+            "log_prob_and_entropy(", "return action, logprob,", "return logprob, entropy",
+            "from action_distributions' dists")}),
     "make_storage": {"ppo_lstm.py's kept state, log pi_old and V; and where an observation starts an episode": (
         "initial_lstm_state", "logprobs=", "values=", "new_episode=", "next row's state")},
     "collect_rollout": {"ppo_lstm.py's state carried through the rollout and kept at its start; zeroed for each "
