@@ -1639,8 +1639,9 @@ class OnnxPolicy(nn.Module):
     then expects), and
     state_outs. Here the state is the LSTM's: state_ins and state_outs are [1, 2 x lstm_hidden_size], h then c,
     zeros where an episode starts; the game must feed each agent's state_outs back as its next state_ins. The
-    plugin's own inference does not: it feeds state_ins one number (sync.gd line 235) and drops state_outs, so
-    a game runs this model from its own controller (docs/shipping-your-agent.md#a-recurrent-policy)."""
+    plugin's own inference does not: it feeds state_ins one number (sync.gd's _inference_process, the plugin at
+    bf5d6a2) and drops state_outs, so a game runs this model from its own controller
+    (docs/shipping-your-agent.md#a-recurrent-policy)."""
 
     def __init__(self, agent):
         super().__init__()

@@ -100,8 +100,8 @@ def test_what_memory_cannot_take_is_one_line(flags, message, tmp_path):
 def test_the_lstm_state_is_32_units_unless_told():
     """32, not ppo_lstm.py's 128: the default the docs give, with why."""
     assert ppo_godot_lstm.parse_args([]).lstm_hidden_size == 32
-    assert re.search(r"Its state is 32\s+units, not ppo_lstm.py's 128 \(`--lstm-hidden-size`\): the exported GDScript\s+"
-                     r"pays for every unit", (REPO / "docs" / "training-godot-games.md").read_text())
+    why = r"Its state is 32\s+units, not ppo_lstm.py's 128 \(`--lstm-hidden-size`\): the exported GDScript\s+pays for"
+    assert re.search(why, (REPO / "docs" / "training-godot-games.md").read_text())
 
 
 def test_eval_checkpoint_zeroes_each_agent_s_state_where_its_episode_starts_in_a_plugin_game(tmp_path, monkeypatch):
@@ -203,8 +203,8 @@ def test_the_demo_plays_the_recurrent_file_alone_as_eval_checkpoint_does(tmp_pat
 def test_the_onnx_model_takes_the_state_in_and_gives_it_out(tmp_path):
     """The ONNX export's state_ins and state_outs are [1, 2 x lstm_hidden_size] (h, then c): fed back each step
     and zeroed where an episode starts, the model acts as torch does over whole episodes. The plugin's own
-    inference feeds state_ins a constant of one value (sync.gd line 235, ONNXInference.cs line 46), which this
-    model refuses: a game runs it with the state itself."""
+    inference feeds state_ins a constant of one value (sync.gd's _inference_process and ONNXInference.cs's
+    RunInference, the plugin at bf5d6a2), which this model refuses: a game runs it with the state itself."""
     import onnxruntime
 
     needs_godot()

@@ -422,7 +422,7 @@ GODOT_LSTM = {
     "saved_agent": {"the LSTM's size from the checkpoint's flags": ("Agent(",)},
     "OnnxPolicy": {"the LSTM's state in and out, h then c": (
         "state_outs", "state_ins", "hidden", "h, c", "return torch.cat(", "zeros where an episode starts",
-        "feed each agent's", "self.agent.action_distributions(", "own controller")},
+        "feed each agent's", "self.agent.action_distributions(", "own controller", "a-recurrent-policy")},
     "export_onnx": {"state_ins is the LSTM's state": ("example = ", "torch.zeros(1, 2 *")},
     "gdscript_policy": {"the state per instance, reset(), and the LSTM cell written out": (
         "LSTM", "state", "remembers", "reset", "HIDDEN", "h = ", "c = ", "gates", "encode", "head", "w_ih",
