@@ -1702,18 +1702,20 @@ def export_onnx(agent, obs_layout, path):
 GDSCRIPT_ACTIVATIONS = {nn.Tanh: "tanh(%s)", nn.ReLU: "max(0.0, %s)"}
 
 
-def gdscript_problem(obs_layout, action_heads, actor=None):
-    """Why the export cannot write this policy as GDScript, or None."""
+def gdscript_problem(obs_layout, action_heads, agent=None):
+    """Why the export cannot write this policy as GDScript, or None. Of the agent, the file writes the encoder
+    and the actor layer by layer (gdscript_layers), and the LSTM's gates as one Linear layer."""
     for name in [key for key, _ in obs_layout] + [name for name, _, _ in action_heads]:
         if any(ord(c) > 0xFFFF for c in name):  # GDScript 3 reads \\u escapes of four digits only
             return f"--gdscript-export-path: the name {name!r} holds a character beyond U+FFFF: rename it in the game"
-    layers = list(actor) if isinstance(actor, nn.Sequential) else [actor]
-    writable = [isinstance(layer, nn.Linear)
-                or (type(layer) in GDSCRIPT_ACTIVATIONS and i > 0 and isinstance(layers[i - 1], nn.Linear))
-                for i, layer in enumerate(layers)]
-    if actor is not None and not all(writable):
-        return (f"--gdscript-export-path: the actor is {' -> '.join(type(layer).__name__ for layer in layers)}; the "
-                f"export writes Linear layers, each one followed by Tanh, ReLU or nothing")
+    for part, network in [("encoder", agent.encoder), ("actor", agent.actor)] if agent is not None else []:
+        layers = list(network) if isinstance(network, nn.Sequential) else [network]
+        writable = [isinstance(layer, nn.Linear)
+                    or (type(layer) in GDSCRIPT_ACTIVATIONS and i > 0 and isinstance(layers[i - 1], nn.Linear))
+                    for i, layer in enumerate(layers)]
+        if not all(writable):
+            return (f"--gdscript-export-path: the {part} is {' -> '.join(type(layer).__name__ for layer in layers)}; "
+                    f"the export writes Linear layers, each one followed by Tanh, ReLU or nothing")
     return None
 
 
@@ -1860,7 +1862,7 @@ def gdscript_policy(agent, obs_layout, action_heads, trained):
 
 def export_gdscript(agent, obs_layout, action_heads, path, trained):
     """Writes the policy as GDScript; ignores Ctrl-C and kill until the file is whole."""
-    problem = gdscript_problem(obs_layout, action_heads, agent.actor)
+    problem = gdscript_problem(obs_layout, action_heads, agent)
     if problem:
         fail(problem)
     for name, weights in agent.named_parameters():  # what the file holds: all but the critic's

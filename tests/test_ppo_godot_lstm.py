@@ -200,6 +200,25 @@ def test_the_demo_plays_the_recurrent_file_alone_as_eval_checkpoint_does(tmp_pat
     assert means == {"shared_policy": (pytest.approx(np.mean(returns), abs=1e-4), len(returns))}
 
 
+@pytest.mark.parametrize("part, network, line", [
+    ("encoder", torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ELU()), "the encoder is Linear -> ELU; the "
+                                                                            "export writes Linear layers"),
+    ("actor", torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Sigmoid(), torch.nn.Linear(8, 5)),
+     "the actor is Linear -> Sigmoid -> Linear; the export writes Linear layers"),
+])
+def test_an_encoder_or_actor_the_export_cannot_write_gets_one_line(part, network, line, tmp_path, capsys):
+    """The file writes the encoder and the actor layer by layer: a layer it has no GDScript for in either is one
+    line, and no file."""
+    obs_layout, heads = [("obs", (4,))], [("move", "discrete", 5)]
+    agent = ppo_godot_lstm.Agent(obs_layout, heads, 16)
+    setattr(agent, part, network)
+    with pytest.raises(SystemExit) as stop:
+        ppo_godot_lstm.export_gdscript(agent, obs_layout, heads, str(tmp_path / "policy.gd"), "the tests")
+    assert stop.value.code == 2 and not list(tmp_path.iterdir())
+    assert capsys.readouterr().err == f"ppo_godot_lstm.py: error: --gdscript-export-path: {line}, each one followed " \
+                                      f"by Tanh, ReLU or nothing\n"
+
+
 def test_the_onnx_model_takes_the_state_in_and_gives_it_out(tmp_path):
     """The ONNX export's state_ins and state_outs are [1, 2 x lstm_hidden_size] (h, then c): fed back each step
     and zeroed where an episode starts, the model acts as torch does over whole episodes. The plugin's own

@@ -429,7 +429,12 @@ GODOT_LSTM = {
         "functions", "layers, output", "sigmoid", "one per agent", "_init", "output = ", "var out", "Zero memory",
         "for _k", "h.append", "c.append", "with torch.no_grad():", "written out as sums", "dictionary set_action()",
         "this_file.gd", "*layers", "\"\",", "for name, module in", "[i f g o]", "c[k]", "h[k]", "return 1.0")},
-    "export_gdscript": {"the file holds all but the critic's weights": ("what the file holds", "isfinite")},
+    "export_gdscript": {"the file holds all but the critic's weights": ("what the file holds", "isfinite"),
+                        "gdscript_problem checks each network the file writes": ("gdscript_problem(",)},
+    "gdscript_problem": {"the file writes the encoder and the actor layer by layer, the LSTM's gates as one layer: "
+                         "each is checked by name": (
+                             "def gdscript_problem(", "Why the export cannot write", "network", "part", "layers",
+                             "writable", "Linear layers", "LSTM's gates", "return (f\"--gdscript-export-path")},
 }
 ONLY_IN_GODOT_LSTM = {"forget": "the state zeroed where an observation starts an episode",
                       "bootstrap_value": "ppo_lstm.py's V(next_obs) from the state the rollout ended with",
