@@ -762,7 +762,6 @@ def parse_and_check(p, flag, argv):
     args.demos = [os.path.abspath(path) for path in args.demos]
     if args.resume:
         args = resumed_args(args, argv)
-        saved_layout(args.checkpoint, args.resume)  # a checkpoint of several policies: one line naming their script
     return args
 
 
@@ -1348,21 +1347,13 @@ def load_weights(agent, checkpoint, path):
 
 
 def saved_layout(checkpoint, path):
-    """(obs_layout, action_heads) of the game a checkpoint played, or one line saying why it has none."""
+    """(obs_layout, action_heads) of the game a checkpoint played, or one line saying why it has none. This
+    script's checkpoints hold one policy and no camera (load_checkpoint refuses another script's in one line)."""
     saved = checkpoint["args"]
-    if len(saved.get("policies", {})) > 1:  # a game of several policies: ppo_godot_multi_policy.py's kind
-        fail(f"{path} holds the policies {', '.join(map(repr, saved['policies']))} of a game of several: "
-             f"resume, evaluate or export it with ppo_godot_multi_policy.py")
-    if "policies" in saved:  # one policy, under the game's name for it
-        (saved,) = saved["policies"].values()
     if "action_heads" not in saved:
         fail(f"{path} predates checkpoints that record the game's layout: train it again")
     # a vector key's shape, or its size as a number
     obs_layout = [(key, [shape] if isinstance(shape, int) else shape) for key, shape in saved["obs_layout"]]
-    cameras = [key for key, _ in obs_layout if is_camera(key)]
-    if cameras:  # saved by ppo_godot.py before cameras moved to their own file
-        fail(f"{path} played a game with the camera {cameras[0]!r}: resume, evaluate or export it with "
-             f"ppo_godot_camera.py")
     return obs_layout, saved["action_heads"]
 
 

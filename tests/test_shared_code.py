@@ -306,10 +306,13 @@ BEHAVIOUR_CLONING = {
         "stats = ppo_update(", "beta_t")},
     "parse_and_check": {"--demos needed to train, refused otherwise; each file read before a game starts; the BC "
                         "flags' bounds": (
-                            "demos", "bc_", "critic_warmup", "must be", "training", "fail(", "getattr(args, name)")},
+                            "demos", "bc_", "critic_warmup", "must be", "training", "fail(", "getattr(args, name)"),
+                        "this script's checkpoints hold one policy (saved_layout)": ("saved_layout(",)},
     "GameRun": {"the demonstrations, and their arrays in each boundary for an exact --resume": (
         "demos", "demonstrations", "def mark_boundary(", "super().mark_boundary(", "a resumed run's",
         "self.args.resume", "else:", "actions=torch", "demo_arrays")},
+    "saved_layout": {"this script's checkpoints hold one policy and no camera (load_checkpoint refuses another "
+                     "script's)": ("polic", "camera", "of the game a checkpoint played")},
 }
 ONLY_IN_BEHAVIOUR_CLONING = {
     "bc_loss": "L^BC, the demonstrated actions' negative log-likelihood",
@@ -415,7 +418,10 @@ GODOT_LSTM = {
         "lstm_state", "pi(.|s)", "pi(.|h_t)", "agent's first episodes", "state carried", "(counting the first",
         "agent.get_action(")},
     "parse_and_check": {"--lstm-hidden-size checked; a sequence of at least 2 steps": (
-        "lstm_hidden_size", "step_timeout", "num_steps < 2", "needs sequences")},
+        "lstm_hidden_size", "step_timeout", "num_steps < 2", "needs sequences"),
+                        "this script's checkpoints hold one policy (saved_layout)": ("saved_layout(",)},
+    "saved_layout": {"this script's checkpoints hold one policy and no camera (load_checkpoint refuses another "
+                     "script's)": ("polic", "camera", "of the game a checkpoint played")},
     "check_game": {"the agents must split into minibatches of whole sequences": (
         "minibatches", "the observation keys", "and the GDScript", "agents do not divide", "whole agent sequences",
         "export must be able", "without a game")},
