@@ -13,7 +13,9 @@ gives PPO advantages worth following, and the fading BC loss holds the actor nea
 while the critic and PPO take over. `diff ppo_godot.py ppo_godot_bc.py` changes these definitions of the
 lesson: `parse_args`, `ppo_update`, `train`; and adds `bc_loss`, `demo_minibatch`, `behaviour_cloning`,
 `demo_accuracy`, `column_heads`. The demonstrations are read and checked against the game below the banner
-(section 9), and a checkpoint keeps them for --resume.
+(section 9), and a checkpoint keeps them for --resume. A game resets a finished agent one of ppo_godot.py's two
+ways: first, like gymnasium (the demo game), it sends the final observation with done and resets the agent on
+the next action; second, like the official plugin, on the spot.
 """
 import argparse
 import atexit
