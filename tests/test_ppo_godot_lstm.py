@@ -133,6 +133,31 @@ def test_eval_checkpoint_zeroes_each_agent_s_state_where_its_episode_starts_in_a
     assert len(returns) == 32 and done.sum() >= 32
 
 
+OTHER_SCRIPTS_CHECKPOINTS = {  # what a checkpoint of each holds that this script's never does
+    "ppo_godot_camera.py": {"obs_layout": [("camera_2d", (36, 36, 3))], "action_heads": [("move", "discrete", 5)]},
+    "ppo_godot_multi_policy.py": {"policies": {"chaser": {}, "runner": {}}},
+}
+
+
+@pytest.mark.parametrize("flags", [["--eval-checkpoint", "{path}"], ["--resume", "{path}"],
+                                   ["--export-checkpoint", "{path}", "--onnx-export-path", "policy.onnx"]],
+                         ids=["eval", "resume", "export"])
+@pytest.mark.parametrize("script", OTHER_SCRIPTS_CHECKPOINTS)
+def test_another_script_s_checkpoint_gets_one_line_naming_it(script, flags, tmp_path, monkeypatch, capsys):
+    """A camera game's or a game of several policies' checkpoint, given to this script by mistake."""
+    monkeypatch.chdir(tmp_path)
+    torch.save({"script": script, "model": {}, "args": OTHER_SCRIPTS_CHECKPOINTS[script]}, tmp_path / "other.pt")
+    with pytest.raises(SystemExit) as stop:
+        args = ppo_godot_lstm.parse_args([flag.format(path=tmp_path / "other.pt") for flag in flags])
+        if args.export_checkpoint:
+            ppo_godot_lstm.export_checkpoint(args.export_checkpoint, args)
+        else:
+            ppo_godot_lstm.evaluate(args)
+    assert stop.value.code == 2 and not list(tmp_path.glob("policy*"))
+    assert capsys.readouterr().err == (f"ppo_godot_lstm.py: error: '{tmp_path / 'other.pt'}' was saved by {script}; "
+                                       f"evaluate or resume it with that script\n")
+
+
 def played_episodes(game, steps=300, lstm_hidden_size=16):
     """An agent with a policy far from uniform (far_from_uniform) plays the real game greedily, its state carried
     and zeroed as in training: (agent, layout, heads, the observations every agent was fed in turn, None where
