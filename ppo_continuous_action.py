@@ -459,7 +459,8 @@ def evaluate(checkpoint_path, eval_episodes, seed=1, capture_video=False, greedy
 
 
 # ================================================================================================
-# 9. Plumbing: bad input, checkpoints, stop and resume, faults. Nothing below changes what is learned
+# 9. Plumbing: bad input, checkpoints, stop and resume, faults. How the update learns is decided above; below
+#    is what a run starts from: Run.start's first reset (seed: args.seed + global_step) or what --resume saved
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -837,7 +838,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line (nothing here)."""
+        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
         return ""
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):

@@ -547,11 +547,10 @@ def evaluate(args, greedy=True):
 #    exports. How the update learns is decided above; below is what a run is given or resumes from (saved
 #    weights, the reward statistics) and the games. A game started with --env-path gets its command line:
 #    `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`, `--speedup` and,
-#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which blanks a camera) or
-#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (reset_games) and,
-#    at the end, a close message. The seed and the action repeat shape the episodes; --speedup and
-#    --framerate pace the game against the clock (--speedup changed nothing learned on the demo game:
-#    docs/your-own-godot-game.md)
+#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` or Godot 3's `--no-window`;
+#    then godot-rl's handshake, a resumed run's reset seed (reset_games) and, at the end, a close message. The
+#    seed and the action repeat shape the episodes; --speedup and --framerate pace the game against the clock
+#    (--speedup changed nothing learned on the demo game: docs/your-own-godot-game.md)
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -782,7 +781,7 @@ def get_env_state(envs):
 
 def set_env_state(envs, state):
     """Put back the statistics get_env_state saved."""
-    if isinstance(envs, NormalizeReward):  # {name: statistic}: saved by ppo_godot.py at 153f0a8, per policy
+    if isinstance(envs, NormalizeReward):  # {name: statistic}: an older ppo_godot.py checkpoint's, per policy
         rms = state["return_rms"]
         envs.return_rms = next(iter(rms.values())) if isinstance(rms, dict) else rms
 
@@ -963,7 +962,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line (nothing here)."""
+        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1242,8 +1241,7 @@ class GuardedGodotEnv(GodotEnv):
                 except socket.timeout:
                     if self.game_exit():
                         hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
-                            " (no DISPLAY is set: if the game opens a window, as a camera game does, run "
-                            "it under xvfb-run -a)")
+                            " (no DISPLAY is set: if the game opens a window, run it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
                                         f"{self.game_exit()}{hint}{self.last_output()}") from None
                     if time.monotonic() > self.deadline:

@@ -974,7 +974,7 @@ def get_env_state(envs):
 
 def set_env_state(envs, state):
     """Put back the statistics get_env_state saved."""
-    if isinstance(envs, NormalizeReward):  # {name: statistic}: saved by ppo_godot.py at 153f0a8, per policy
+    if isinstance(envs, NormalizeReward):  # {name: statistic}: an older ppo_godot.py checkpoint's, per policy
         rms = state["return_rms"]
         envs.return_rms = next(iter(rms.values())) if isinstance(rms, dict) else rms
 
@@ -1155,7 +1155,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line (nothing here)."""
+        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1440,8 +1440,7 @@ class GuardedGodotEnv(GodotEnv):
                 except socket.timeout:
                     if self.game_exit():
                         hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
-                            " (no DISPLAY is set: if the game opens a window, as a camera game does, run "
-                            "it under xvfb-run -a)")
+                            " (no DISPLAY is set: if the game opens a window, run it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
                                         f"{self.game_exit()}{hint}{self.last_output()}") from None
                     if time.monotonic() > self.deadline:

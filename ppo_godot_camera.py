@@ -825,7 +825,7 @@ def get_env_state(envs):
 
 def set_env_state(envs, state):
     """Put back the statistics get_env_state saved."""
-    if isinstance(envs, NormalizeReward):  # {name: statistic}: saved by ppo_godot.py at 153f0a8, per policy
+    if isinstance(envs, NormalizeReward):  # {name: statistic}: an older ppo_godot.py checkpoint's, per policy
         rms = state["return_rms"]
         envs.return_rms = next(iter(rms.values())) if isinstance(rms, dict) else rms
 
@@ -1006,7 +1006,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line (nothing here)."""
+        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1171,9 +1171,9 @@ def load_checkpoint(path):
         fail(f"{path!r} cannot be read as a checkpoint of {script} ({reason.split('. Please')[0].strip()})")
     if not isinstance(checkpoint, dict) or "script" not in checkpoint:
         fail(f"{path!r} is not a checkpoint of {script} (or one from before checkpoints named their script)")
-    saved_here_before = checkpoint["script"] == "ppo_godot.py" and any(  # before cameras moved to this file
+    saved_by_ppo_godot = checkpoint["script"] == "ppo_godot.py" and any(  # before cameras moved to this file
         is_camera(key) for key, _ in checkpoint["args"].get("obs_layout", []))
-    if checkpoint["script"] != script and not saved_here_before:
+    if checkpoint["script"] != script and not saved_by_ppo_godot:
         fail(f"{path!r} was saved by {checkpoint['script']}; evaluate or resume it with that script")
     return checkpoint
 
@@ -1283,8 +1283,7 @@ class GuardedGodotEnv(GodotEnv):
                 except socket.timeout:
                     if self.game_exit():
                         hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
-                            " (no DISPLAY is set: if the game opens a window, as a camera game does, run "
-                            "it under xvfb-run -a)")
+                            " (no DISPLAY is set: if the game opens a window, run it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
                                         f"{self.game_exit()}{hint}{self.last_output()}") from None
                     if time.monotonic() > self.deadline:
@@ -1481,11 +1480,12 @@ def check_first_observations(envs, replies):
     for key, shape in envs.obs_layout:
         values = obs_rows[:, column:column + math.prod(shape)]
         column += math.prod(shape)
-        pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour) for a camera
-        if is_camera(key) and (pixels == pixels[:, :1]).all():
-            raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from "
-                            f"every agent: the engine renders nothing. A camera needs a window: give "
-                            f"--show-window, and on a machine without a display run under xvfb-run -a")
+        if is_camera(key):
+            pixels = values.reshape(len(values), -1, shape[-1])  # (agent, pixel, colour)
+            if (pixels == pixels[:, :1]).all():
+                raise GameError(f"the camera {key!r} sent blank images (every pixel {pixels[0, 0].tolist()}) from "
+                                f"every agent: the engine renders nothing. A camera needs a window: give "
+                                f"--show-window, and on a machine without a display run under xvfb-run -a")
 
 
 def agents_of(envs, replies):

@@ -398,24 +398,24 @@ def make_storage(args, envs):
     )
 
 
-def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device):
-    """Fills storage; returns (next_obs, global_step). No reset: the episodes go on from the
+def collect_rollout(envs, agents, rollout, all_obs, global_step, writer, device):
+    """Fills the rollout of all agents; returns (all_obs, global_step). No reset: the episodes go on from the
     last rollout (a reset here would cap every episode at num_steps steps)."""
-    for step in range(len(storage.obs)):
+    for step in range(len(rollout.obs)):
         global_step += envs.num_envs
-        storage.obs[step] = next_obs
+        rollout.obs[step] = all_obs
 
         # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
         with torch.inference_mode():
-            action = agent.get_action(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
+            action = agents.get_action(torch.as_tensor(all_obs, dtype=torch.float32, device=device))
         action = action.cpu().numpy()
-        storage.actions[step] = action
+        rollout.actions[step] = action
 
-        next_obs, reward, terminated, truncated, infos = envs.step(action)
-        storage.is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
-        storage.rewards[step] = reward
-        storage.terminations[step] = terminated
-        storage.truncations[step] = truncated
+        all_obs, reward, terminated, truncated, infos = envs.step(action)
+        rollout.is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
+        rollout.rewards[step] = reward
+        rollout.terminations[step] = terminated
+        rollout.truncations[step] = truncated
 
         if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
@@ -424,8 +424,8 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device)
                 print(f"global_step={global_step}, episodic_return{tag}={episodic_return:.1f}")
                 writer.add_scalar("charts/episodic_return" + tag, episodic_return, global_step)
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
-    check_env_output(storage, next_obs, global_step)  # section 9: a NaN or inf from the env stops here
-    return next_obs, global_step
+    check_env_output(rollout, all_obs, global_step)  # section 9: a NaN or inf from the env stops here
+    return all_obs, global_step
 
 
 # ================================================================================================
@@ -639,11 +639,10 @@ def evaluate(args, greedy=True):
 #    exports. How the update learns is decided above; below is what a run is given or resumes from (saved
 #    weights, the reward statistics) and the games. A game started with --env-path gets its command line:
 #    `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`, `--speedup` and,
-#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which blanks a camera) or
-#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (reset_games) and,
-#    at the end, a close message. The seed and the action repeat shape the episodes; --speedup and
-#    --framerate pace the game against the clock (--speedup changed nothing learned on the demo game:
-#    docs/your-own-godot-game.md)
+#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` or Godot 3's `--no-window`;
+#    then godot-rl's handshake, a resumed run's reset seed (reset_games) and, at the end, a close message. The
+#    seed and the action repeat shape the episodes; --speedup and --framerate pace the game against the clock
+#    (--speedup changed nothing learned on the demo game: docs/your-own-godot-game.md)
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -763,7 +762,7 @@ def parse_and_check(p, flag, argv):
     if args.resume:
         args = resumed_args(args, argv)
         own_kind(args.checkpoint, args.resume)  # ppo_godot.py's of one policy: one line naming it
-        # self_play: a run saved by this script's --self-play, before self-play moved to ppo_godot_self_play.py
+        # a self-play run: ppo_godot_self_play.py's, or one this script saved when it had --self-play
         if args.checkpoint["script"] == "ppo_godot_self_play.py" or args.checkpoint["args"].get("self_play"):
             fail(f"{args.resume} is a self-play run: resume it with ppo_godot_self_play.py")
     return args
@@ -790,7 +789,7 @@ def check_game(args, envs):
     problems = [onnx_name_clash(policy.obs_keys) for policy in envs.policies.values()] if args.onnx_export_path else []
     if args.gdscript_export_path:
         problems += [gdscript_problem(policy.obs_layout, policy.action_heads) for policy in envs.policies.values()]
-    frozen_weights, frozen_from = {}, []
+    frozen_weights, weight_sources = {}, []
     names = f"its agents' policy names are {', '.join(map(repr, envs.policies))}"
     for name, path in args.frozen_policy.items():
         if name not in envs.policies:
@@ -806,7 +805,7 @@ def check_game(args, envs):
                 raise
             problems.append(misfit(name, saved, envs.policies[name], path))
             frozen_weights[name] = saved[2]
-            frozen_from.append(f"policy {name!r} is frozen: its weights from {frozen_source(path, checkpoint)}")
+            weight_sources.append(f"policy {name!r} is frozen: its weights from {where_saved(path, checkpoint)}")
     if set(envs.policies) <= set(args.frozen_policy):
         problems.append("--frozen-policy freezes every policy of the game: nothing would learn")
     for name, policy in envs.policies.items():
@@ -819,15 +818,15 @@ def check_game(args, envs):
     if problems:  # found now, not after training
         envs.close()
         fail(problems[0])
-    if frozen_from:  # where each frozen policy's weights come from
-        print(*frozen_from, sep="\n")
+    if weight_sources:  # where each frozen policy's weights come from
+        print(*weight_sources, sep="\n")
     if args.total_timesteps % args.batch_size and not args.resume:
         budget_note(args.total_timesteps, args.batch_size,
                     f"{args.num_envs} agents x --num-steps {args.num_steps} = {args.batch_size}")
     return frozen_weights
 
 
-def frozen_source(path, checkpoint):
+def where_saved(path, checkpoint):
     """Where a frozen policy comes from: the file, the run folder and the step it was saved at."""
     step = checkpoint.get("global_step")
     return (f"{path} (run {os.path.basename(os.path.dirname(path))}, {checkpoint['script']}, "
@@ -1119,7 +1118,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line (nothing here)."""
+        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1449,8 +1448,7 @@ class GuardedGodotEnv(GodotEnv):
                 except socket.timeout:
                     if self.game_exit():
                         hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
-                            " (no DISPLAY is set: if the game opens a window, as a camera game does, run "
-                            "it under xvfb-run -a)")
+                            " (no DISPLAY is set: if the game opens a window, run it under xvfb-run -a)")
                         raise GameError(f"no game connected on port {self.port}: the game "
                                         f"{self.game_exit()}{hint}{self.last_output()}") from None
                     if time.monotonic() > self.deadline:

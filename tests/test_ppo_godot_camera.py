@@ -97,7 +97,7 @@ def test_a_camera_game_without_a_display_is_named_in_one_line(port, tmp_path, mo
     # which waited beside the run folder that a failed start never makes, is gone with the game
     assert proc.stderr.strip().splitlines() == [
         f"ppo_godot_camera.py: error: no game connected on port {port}: the game exited with code 255 (no DISPLAY is "
-        f"set: if the game opens a window, as a camera game does, run it under xvfb-run -a); its last output: "
+        f"set: if the game opens a window, run it under xvfb-run -a); its last output: "
         f"'ERROR: initialize: X11 Display is not available | At: platform/x11/os_x11.cpp:129. | Godot Engine "
         f"v3.2.3.stable.custom_build - https://godotengine.org'"]
     assert not (tmp_path / "runs").exists() and not list(tmp_path.iterdir())

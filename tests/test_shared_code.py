@@ -139,7 +139,10 @@ MULTI_POLICY = {
         "polic", "return_rms", "std", "autoreset", "transition) is left out", "mid_episode",
         "does not)")},
     "collect_rollout": {"an episode's tags and its printed line end in its agent's policy name": (
-        "tag", "charts/episodic_", "global_step={global_step}, episodic_return")},
+        "tag", "charts/episodic_", "global_step={global_step}, episodic_return"),
+                        "the whole rollout, all agents' observations and the agents are named as train names them, "
+                        "apart from one policy's storage, next_obs and agent": (
+                            "storage", "rollout", "next_obs", "all_obs", "agent")},
     "train": {"an Agent per policy name, and each policy's update from its own agents' rows, in a loop over the "
               "policies whose lines are ppo_godot.py's": (
                   "polic", "frozen", "agents", "all_obs", "rollout", "agent = ", "storage", "Agent(", "check_game",
@@ -151,7 +154,8 @@ MULTI_POLICY = {
                        "polic", "frozen", "problem", "batch", "minibatches", "own names", "layouts go", "n_agents",
                        "agents x --num-steps", "into the checkpoint", "misfit", "saved", "args.obs_layout",
                        "args.resume", "else:", "load_checkpoint", "gdscript_export_path",
-                       "checkpoint holds them", "SystemExit", "raise", "envs.close()", "export without a game")},
+                       "checkpoint holds them", "SystemExit", "raise", "envs.close()", "export without a game",
+                       "weight_sources")},
     "parse_and_check": {"--frozen-policy NAME=CHECKPOINT, and the checkpoint of one policy that ppo_godot.py "
                         "resumes refused with one line": ("frozen", "polic", "NAME=CHECKPOINT", "fail(", "own_kind",
                                                           "saved_layout", "--frozen-policy", "ppo_godot.py",
@@ -189,7 +193,7 @@ ONLY_IN_MULTI_POLICY = {
     "own_kind": "a checkpoint that ppo_godot.py owns gets one line naming it",
     "saved_policy": "one policy of a checkpoint, for --frozen-policy",
     "misfit": "why a saved policy cannot play the game's",
-    "frozen_source": "the line that says which file, run and step a frozen policy comes from",
+    "where_saved": "the line that says which file, run and step a frozen policy comes from",
     "load_policies": "every policy's weights from a checkpoint",
     "policy_path": "a file per policy",
     "name_and_checkpoint": "--frozen-policy's NAME=CHECKPOINT",
@@ -216,9 +220,9 @@ SELF_PLAY = {
                             "team_change", "window", "learning policy", "uniformly", "repeat it", "NAME=CHECKPOINT")},
     "check_game": {"--self-play-pool's names and files are checked as --frozen-policy's, and the game's policies": (
         "self_play", "self-play", "pool", "flag", "frozen", "fits", "weights", "saved", "--self-play-pool",
-        "team_change_note", "else:", "checkpoint holds", "frozen_from", "frozen_source", "each file read once",
+        "team_change_note", "else:", "checkpoint holds", "weight_sources", "where_saved", "each file read once",
         "the checkpoint, for")},
-    "frozen_source": {"a saved opponent's file is named as a frozen policy's": ("a frozen policy",)},
+    "where_saved": {"a saved opponent's file is named as a frozen policy's": ("a frozen policy",)},
     "name_and_checkpoint": {"--self-play-pool takes NAME=CHECKPOINT too": ("NAME=CHECKPOINT, or one line",)},
     "load_checkpoint": {"ppo_godot_multi_policy.py's checkpoints are read too: a policy to freeze or to pool, and a "
                         "self-play run saved there before self-play moved here": (
@@ -342,7 +346,7 @@ CAMERA = {
         "self.action_distributions(x)", "Observation rows", "enumerate(self.obs_layout)")},
     "parse_and_check": {"--show-window says a camera needs it": ("--show-window", "a camera needs one")},
     "load_checkpoint": {"a camera game's checkpoint saved by ppo_godot.py before cameras moved here": (
-        "saved_here_before", "is_camera(key) for key", 'if checkpoint["script"] != script')},
+        "saved_by_ppo_godot", "is_camera(key) for key", 'if checkpoint["script"] != script')},
     "saved_layout": {"ppo_godot.py refuses such a checkpoint with one line naming this file": (
         "cameras", "ppo_godot_camera.py", "fail(")},
     "game_problem": {"ppo_godot.py refuses a camera game; here a camera's declared shape and size are checked": (
