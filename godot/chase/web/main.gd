@@ -9,7 +9,7 @@ extends Node2D
 # --policy_runner=), as main.gd --policy reads them. Each agent's first ceil(--episodes / agents) episodes
 # are printed with their return as main.gd prints them, then each policy's mean and DONE; it plays on.
 # --speedup=N: game ticks per physics tick (60 a second). --screenshot=N: after N drawn frames, print
-# "SCREENSHOT " and the PNG of the window, base64.
+# "SCREENSHOT " and the PNG of the game's drawn area, base64.
 
 const ARENA = 180  # pixels a side of one arena on screen
 const COLUMNS = 4  # arenas a row
@@ -127,10 +127,7 @@ func _draw():
 			RenderingServer.frame_post_draw.connect(screenshot, CONNECT_ONE_SHOT)
 
 
+# The window's viewport is the game's drawn area, scaled: Godot draws the bars that keep its aspect beside it
 func screenshot():
-	var image = get_viewport().get_texture().get_image()
-	var scale = min(float(image.get_width()) / drawn_size().x, float(image.get_height()) / drawn_size().y)
-	var drawn = Vector2i(Vector2(drawn_size()) * scale)
-	image = image.get_region(Rect2i((image.get_size() - drawn) / 2, drawn))  # without the bars around it
-	var png = image.save_png_to_buffer()
+	var png = get_viewport().get_texture().get_image().save_png_to_buffer()
 	print("SCREENSHOT " + Marshalls.raw_to_base64(png))
