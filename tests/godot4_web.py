@@ -55,8 +55,10 @@ def missing():
     """Why Godot 4.6 cannot run here, or None."""
     if not os.access(CHROMIUM, os.X_OK):
         return "needs Debian's Chromium: apt-get install chromium"
-    if not all((TEMPLATE / name).is_file() for name in web.ENGINE):
-        return "needs the Godot 4.6 web template in .cache/godot4-web/: bash .ci/run fetches it"
+    lacking = [name for name in web.ENGINE if not (TEMPLATE / name).is_file()]
+    if lacking:
+        return (f"needs the Godot 4.6 web template in .cache/godot4-web/ (no {', '.join(lacking)}): "
+                "python godot/play_in_browser.py --fetch-template fetches it")
     return None
 
 
