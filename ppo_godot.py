@@ -1624,11 +1624,11 @@ def gdscript_number(value):
     return repr(float(value))
 
 
-def gdscript_layers(actor, inputs):
-    """The actor as GDScript lines, each layer's outputs written out in full, its weights as numbers in the
-    code: 0.34 ms a decision of a 20-64-64-5 MLP in Godot 3.2.3, against 0.62 ms for loops over arrays of
-    weights. Returns (lines, the output's name)."""
-    lines, outputs, layers = [], inputs, list(actor)
+def gdscript_layers(network, inputs):
+    """A stack of layers (the actor; an encoder) as GDScript lines, each layer's outputs written out in full,
+    its weights as numbers in the code: 0.34 ms a decision of a 20-64-64-5 MLP in Godot 3.2.3, against
+    0.62 ms for loops over arrays of weights. Returns (lines, the output's name)."""
+    lines, outputs, layers = [], inputs, list(network)
     for i, layer in enumerate(layers):
         if isinstance(layer, nn.Linear):
             after = layers[i + 1] if i + 1 < len(layers) else None

@@ -629,11 +629,10 @@ def evaluate(args, greedy=True):
 #    exports. How the update learns is decided above; below is what a run is given or resumes from (saved
 #    weights, the reward statistics) and the games. A game started with --env-path gets its command line:
 #    `--port`, `--env_seed` (from --seed), `--fixed-fps` (--framerate), `--action_repeat`, `--speedup` and,
-#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` (which blanks a camera) or
-#    Godot 3's `--no-window`; then godot-rl's handshake, a resumed run's reset seed (reset_games) and,
-#    at the end, a close message. The seed and the action repeat shape the episodes; --speedup and
-#    --framerate pace the game against the clock (--speedup changed nothing learned on the demo game:
-#    docs/your-own-godot-game.md)
+#    without --show-window, `--disable-render-loop` with Godot 4's `--headless` or Godot 3's `--no-window`;
+#    then godot-rl's handshake, a resumed run's reset seed (reset_games) and, at the end, a close message. The
+#    seed and the action repeat shape the episodes; --speedup and --framerate pace the game against the clock
+#    (--speedup changed nothing learned on the demo game: docs/your-own-godot-game.md)
 # ================================================================================================
 def str2bool(value):
     if value.lower() in ("true", "yes", "1"):
@@ -1713,11 +1712,11 @@ def gdscript_number(value):
     return repr(float(value))
 
 
-def gdscript_layers(actor, inputs):
-    """The actor as GDScript lines, each layer's outputs written out in full, its weights as numbers in the
-    code: 0.34 ms a decision of a 20-64-64-5 MLP in Godot 3.2.3, against 0.62 ms for loops over arrays of
-    weights. Returns (lines, the output's name)."""
-    lines, outputs, layers = [], inputs, list(actor)
+def gdscript_layers(network, inputs):
+    """A stack of layers (the actor; an encoder) as GDScript lines, each layer's outputs written out in full,
+    its weights as numbers in the code: 0.34 ms a decision of a 20-64-64-5 MLP in Godot 3.2.3, against
+    0.62 ms for loops over arrays of weights. Returns (lines, the output's name)."""
+    lines, outputs, layers = [], inputs, list(network)
     for i, layer in enumerate(layers):
         if isinstance(layer, nn.Linear):
             after = layers[i + 1] if i + 1 < len(layers) else None

@@ -275,8 +275,8 @@ class Agent(nn.Module):
 def forget(lstm_state, done):
     """The state after an autoreset row (done: the step before it ended the episode) is zero: the next
     row is a new episode's first. The autoreset row itself still used the old state, so V(s_final) is right."""
-    keep = torch.as_tensor(~done, dtype=torch.float32, device=lstm_state[0].device).view(1, -1, 1)
-    return lstm_state[0] * keep, lstm_state[1] * keep
+    same_episode = torch.as_tensor(~done, dtype=torch.float32, device=lstm_state[0].device).view(1, -1, 1)
+    return lstm_state[0] * same_episode, lstm_state[1] * same_episode
 
 
 # ================================================================================================
