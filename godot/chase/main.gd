@@ -18,10 +18,18 @@ extends Node
 # and a discrete and a continuous action, each declared out of alphabetical order; info is {}; a
 # finished agent (target reached, or a time-out, which the plugin cannot tell apart) is reset on the
 # spot, so the observation sent with done is the next episode's first; done is cleared once sent.
+# --terminal_obs=true (plugin only) sends what the plugin's open pull request #65 sends with its Sync
+# node's "Send Terminal Obs Info" on: each done agent's info holds "terminal_observation", its final
+# observation (taken before the reset on the spot) as a dict per key, like obs; at a time-out also
+# "TimeLimit.truncated": true, a key absent at a reached target. Others' info stays {}. E.g. a
+# time-out, then a reached target:
+#   {"terminal_observation": {"to_target": [...], "position": [...]}, "TimeLimit.truncated": true}
+#   {"terminal_observation": {"to_target": [...], "position": [...]}}
 #
 # Command line (from GodotEnv): --port=N --env_seed=N --speedup=N --action_repeat=N, and
 # --action_type=discrete|multidiscrete|continuous|plugin --n_agents=N from the launchers, and
-# --autoreset_mode=next_step|same_step (discrete, multidiscrete and continuous only).
+# --autoreset_mode=next_step|same_step (discrete, multidiscrete and continuous only), --max_steps=N
+# (rules.gd: the time-out, 100 actions by default; not in tag mode), --terminal_obs=true (plugin only).
 #
 # --observation=camera (discrete, multidiscrete and continuous only): each agent sees its arena from
 # above through a CAMERA x CAMERA viewport, as the plugin's RGBCameraSensor2D sends it: the key
@@ -62,6 +70,7 @@ var port = 11008
 var n_agents = 16
 var plugin = false  # --action_type=plugin
 var same_step = false  # --autoreset_mode=same_step
+var terminal_obs = false  # --terminal_obs=true: plugin's info tells each end (PR #65's Send Terminal Obs Info)
 var action_repeat = 1
 var tick_in_action = 0
 var waiting_for_reply = false
@@ -94,6 +103,7 @@ func _ready():
 	n_agents = rules.n_agents
 	plugin = rules.plugin
 	same_step = args.get("autoreset_mode", "next_step") == "same_step" and not plugin
+	terminal_obs = args.get("terminal_obs", "false") == "true" and plugin
 	camera = args.get("observation", "position") == "camera" and not plugin
 	screenshot = args.get("screenshot", "")
 	Engine.iterations_per_second = 60 * max(1, int(args.get("speedup", "1")))
@@ -385,6 +395,10 @@ func infos():
 	for i in range(n_agents):
 		if plugin:
 			out.append({})
+			if terminal_obs and rules.dones[i]:  # the episode that ended: its last observation, and a time-out
+				out[i]["terminal_observation"] = rules.final_observations[i]
+				if rules.truncated[i]:
+					out[i]["TimeLimit.truncated"] = true
 		elif same_step:  # no autoreset key: no step only resets an agent
 			out.append({"truncated": rules.truncated[i]})
 		else:

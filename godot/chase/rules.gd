@@ -5,10 +5,12 @@
 # (web/main.gd: drawn in a browser) run this same file, so both compute the same game.
 #
 # Reward per action: SHAPING x (distance closed) - 0.01, plus 1 on reaching the target.
-# An episode ends by reaching the target (terminated) or after MAX_STEPS actions (a time-out:
-# truncated). Like gymnasium 1.0, a finished agent keeps its final position until the next action,
-# which only resets it (reward 0, autoreset). With plugin (--action_type=plugin) it is reset on the
-# spot instead, as the official plugin's games are, and a time-out is not told apart.
+# An episode ends by reaching the target (terminated) or after max_steps actions (a time-out:
+# truncated; --max_steps=N, MAX_STEPS by default). Like gymnasium 1.0, a finished agent keeps its final
+# position until the next action, which only resets it (reward 0, autoreset). With plugin
+# (--action_type=plugin) it is reset on the spot instead, as the official plugin's games are; its final
+# observation (final_observations) and whether it timed out (truncated, read with done) are kept, but reach
+# the trainer only with main.gd's --terminal_obs=true (playing alone, the printed episodes say time-out).
 #
 # --target_every=K makes it a memory task: an agent sees its target (to_target) in every K-th observation of
 # its episode only (the first, then after K actions, ...), zeros between; where it lies must be remembered.
@@ -17,7 +19,7 @@
 # end_action(); playing without a trainer, end_action_alone() instead, which counts returns as
 # --eval-checkpoint does.
 
-const MAX_STEPS = 100  # actions per episode before a time-out
+const MAX_STEPS = 100  # actions per episode before a time-out, unless --max_steps says otherwise
 const DT = 1.0 / 60.0  # game seconds per physics tick
 const SPEED = 1.5  # units per game second at full speed
 const REACH = 0.1  # distance that counts as reaching the target
@@ -29,6 +31,7 @@ var n_agents = 16
 var action_type = "discrete"  # discrete, multidiscrete, continuous or plugin
 var plugin = false
 var target_every = 1  # --target_every: the target is seen in every target_every-th observation
+var max_steps = MAX_STEPS  # --max_steps: actions per episode before a time-out
 var positions = []
 var targets = []
 var velocities = []  # the current action, as a velocity applied every tick
@@ -38,6 +41,7 @@ var dones = []
 var truncated = []
 var frozen = []  # done, or reset by this action: does not move
 var autoreset = []
+var final_observations = []  # plugin: each agent's observation as its last episode ended, before the reset
 var policies = []  # playing alone: each agent's own instance of its policy's exported file
 var agent_names = []  # playing alone: each agent's policy name
 var rounds = 0  # playing alone: the episodes each agent plays
@@ -54,6 +58,7 @@ func start(command_line):
 	action_type = args.get("action_type", "discrete")
 	plugin = action_type == "plugin"
 	target_every = max(1, int(args.get("target_every", "1")))
+	max_steps = max(1, int(args.get("max_steps", str(MAX_STEPS))))
 	make_agents()
 
 
@@ -68,6 +73,7 @@ func make_agents():
 		truncated.append(false)
 		frozen.append(false)
 		autoreset.append(false)
+		final_observations.append({})
 		reset_agent(i)
 
 
@@ -190,7 +196,8 @@ func tick(i):
 
 
 func end_episode(i):
-	if plugin:  # reset on the spot: the next observation is the new episode's
+	if plugin:  # reset on the spot: the next observation is the new episode's; the final one is kept
+		final_observations[i] = observation(i)
 		reset_agent(i)
 	else:  # wait for the next action, which only resets
 		frozen[i] = true
@@ -199,9 +206,9 @@ func end_episode(i):
 
 func end_action():
 	for i in range(n_agents):
-		if not dones[i] and not autoreset[i] and steps[i] >= MAX_STEPS:
+		if not dones[i] and not autoreset[i] and steps[i] >= max_steps:
 			end_episode(i)
-			truncated[i] = not plugin
+			truncated[i] = true  # after end_episode, whose reset on the spot (plugin) clears it
 
 
 # Playing without a trainer: each agent acts by its policy's exported file (--policy=PATH, or per policy name
