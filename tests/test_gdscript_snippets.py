@@ -79,6 +79,18 @@ func get_info() -> Dictionary:
 func reset():
 	n_steps = 0
 	needs_reset = false
+
+
+func get_done():
+	return done
+
+
+func set_done_false():
+	done = false
+
+
+func zero_reward():
+	reward = 0.0
 """
 CAMERA = """extends Node{D}
 class_name RGBCameraSensor{D}
@@ -137,6 +149,11 @@ GAME_SIDE = ('extends "SNIPPET"\n# the game\'s side: what it observes, what an a
              "func get_obs() -> Dictionary:\n"
              "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
              "func set_action(action) -> void:\n\trecorded.append(action)\n")
+GAME_THAT_ENDS = ("\n# the game's side: it observes its player (the parent); a time-out after 20 physics ticks\n"
+                  "func _init():\n    reset_after = 20\n\n\n"
+                  "func get_obs() -> Dictionary:\n"
+                  "    return {\"obs\": [float(get_parent().x), float(get_parent().episode)]}\n\n\n"
+                  "func get_reward() -> float:\n    return reward\n\n\n")
 # How each snippet runs, by its page and first line: "host", the file around a fragment or the game's side of a
 # whole controller ("SNIPPET" is the snippet's own file); the nodes it finds as children; what the run does
 HOSTS = {
@@ -154,6 +171,9 @@ HOSTS = {
         "host": "extends AIController3D\nvar velocity = Vector3(0.5, 0.0, -1.0)\n"
                 "var to_target = Vector3(2.0, 0.0, 3.0)\n\n\nSNIPPET_TEXT",
         "children": ["RGBCameraSensor3D", "RayCastSensor3D"], "check": "observes"},
+    ("your-own-godot-game.md", "# Ends episodes for the trainer, time-outs include"): {
+        "host": "extends AIController3D\n" + GAME_THAT_ENDS + "SNIPPET_TEXT", "children": [], "check": "ends episodes",
+        "plugin_only": "extends AIController3D\n" + GAME_THAT_ENDS},
 }
 
 
@@ -208,6 +228,9 @@ def answers(tmp_path_factory):
             script = f"host{i}.gd"
         cases.append({"script": f"res://{script}", "check": how["check"],
                       "children": [[name, f"res://plugin/{STANDINS[name][1]}"] for name in how["children"]]})
+        if "plugin_only" in how:  # the same game on the plugin's controller alone
+            files[f"plugin_only{i}.gd"] = how["plugin_only"]
+            cases[-1]["plugin_only"] = f"res://plugin_only{i}.gd"
         keys.append(key(doc, snippet))
     files["cases.json"] = json.dumps(cases)
     out = godot4_web.play(files)
@@ -287,3 +310,45 @@ def test_the_recurrent_controller_plays_the_policy_with_memory_and_forgets_at_re
         for obs in OBSERVATIONS:
             action, _, _, state = recurrent.get_action(torch.tensor([obs["obs"]]), state, greedy=True)
     assert int(action[0, 0]) != expected[2]["move"]
+
+
+ENDS = ("your-own-godot-game.md", "# Ends episodes for the trainer, time-outs include")
+
+
+def steps_with_done(run):
+    """The step messages the Sync node would send (its first read answers the reset): those with done, the others."""
+    steps = run["messages"][1:]
+    assert all(len(m["done"]) == 1 for m in steps)
+    return [m for m in steps if m["done"][0]], [run["messages"][0], *(m for m in steps if not m["done"][0])]
+
+
+@pytest.mark.parametrize("order", ["sync last", "sync first"])
+def test_the_end_of_an_episode_goes_out_with_done_and_its_final_observation(order, answers):
+    """60 physics ticks of a game on the page's controller, read every 8 as sync.gd reads: episode 0 reaches its
+    goal at its 13th step, episode 1 times out (reset_after 20), episode 2 reaches its goal at its 9th. The info
+    read with each done holds that episode's last observation (what the game saw just before it reset), the
+    time-out's alone TimeLimit.truncated; every other message's info is {}. The Sync node before the game in the
+    tree or after it: the same."""
+    run = answers[0][ENDS]["snippet"][order]
+    finals = run["finals"]
+    assert finals[:3] == [{"obs": [13, 0]}, {"obs": [20, 1]}, {"obs": [9, 2]}]
+    ended, others = steps_with_done(run)
+    assert [m["info"] for m in ended] == [[{"terminal_observation": finals[0]}],
+                                          [{"terminal_observation": finals[1], "TimeLimit.truncated": True}],
+                                          [{"terminal_observation": finals[2]}]]
+    assert [m["obs"][0]["obs"][1] for m in ended] == [1, 2, 3]  # the obs sent with done: already the next episode's
+    assert others and all(m["info"] == [{}] for m in others)
+    runs = answers[0][ENDS]["snippet"]  # the two orders did differ: placed first, the Sync node reads before the move
+    first_steps = [runs[order]["messages"][1]["obs"][0]["obs"][0] for order in ["sync first", "sync last"]]
+    assert first_steps == [8, 9]
+
+
+def test_the_plugins_time_out_alone_ends_nothing_for_the_trainer(answers):
+    """The same game on the plugin's controller alone (its game_over() sets done and needs_reset at the goals): the
+    game resets at the time-out too, but done goes out at the two goals only, and info is always {}."""
+    for order in ["sync last", "sync first"]:
+        run = answers[0][ENDS]["plugin only"][order]
+        assert run["finals"][:3] == [{"obs": [13, 0]}, {"obs": [20, 1]}, {"obs": [9, 2]}]
+        ended, others = steps_with_done(run)
+        assert [m["obs"][0]["obs"][1] for m in ended] == [1, 3]  # episode 0's end, then episode 2's: none for 1
+        assert all(m["info"] == [{}] for m in ended + others)
