@@ -6,10 +6,10 @@
 
 ppo_godot.py steps its --n-parallel games from one loop in one process; RLlib spreads them over
 worker processes, and over machines. Each env runner (a Ray actor) launches one game on port
---port + its index (1, 2, ...), collects --num-steps steps per agent and sends them to the driver,
-which runs RLlib's PPO update (read ppo_godot.py for the algorithm itself). On a cluster (`ray start
---head` on one machine, `ray start --address=HEAD_IP:6379` on the others, the game at the same path
-on each), run this from any of its machines with --address auto.
+--port + its index (1, 2, ...), or on a free port without --port, collects --num-steps steps per
+agent and sends them to the driver, which runs RLlib's PPO update (read ppo_godot.py for the algorithm
+itself). On a cluster (`ray start --head` on one machine, `ray start --address=HEAD_IP:6379` on the
+others, the game at the same path on each), run this from any of its machines with --address auto.
 
 The games go through godot-rl's RLlib wrapper (godot_rl.wrappers.ray_wrapper.RayVectorGodotEnv);
 GodotRayEnv below fixes what breaks with Ray 2.48, each fix commented where it is made. A game whose
@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 import warnings
@@ -99,7 +100,8 @@ def parse_args(argv=None):
     # The games
     p.add_argument("--env-path", required=True, help="the exported game (a .x86_64 file on Linux)")
     p.add_argument("--num-env-runners", type=int, default=2, help="worker processes, one game each")
-    p.add_argument("--port", type=int, default=11008, help="env runner i launches its game on port + i")
+    p.add_argument("--port", type=int, default=None,
+                   help="env runner i launches its game on port + i; unset: each on a free port the system picks")
     p.add_argument("--speedup", type=int, default=None, help="game time runs this many times faster")
     p.add_argument("--framerate", type=int, default=60,
                    help="fixed physics frames per game second (Godot's --fixed-fps): the game runs as "
@@ -126,6 +128,9 @@ def parse_args(argv=None):
     if not args.address and args.num_env_runners > cpus:  # Ray would wait for CPUs forever
         p.error(f"--num-env-runners {args.num_env_runners} needs as many CPUs; the local Ray cluster has "
                 f"{cpus} (a higher --num-cpus shares the cores)")
+    if args.port is not None and not 0 < args.port <= 65535 - args.num_env_runners:
+        p.error(f"--port must be 1 to {65535 - args.num_env_runners} (the games take port + 1, ..., port + "
+                f"{args.num_env_runners}), got {args.port}")
     if args.resume and not os.path.isdir(args.resume):
         p.error(f"--resume {args.resume}: no such checkpoint folder")
     if args.onnx_export_path and not args.onnx_export_path.endswith(".onnx"):
@@ -148,12 +153,12 @@ class GodotRayEnv(RayVectorGodotEnv):
     that belongs to no episode: refused.
     """
 
-    def __init__(self, connect_timeout=60, **kwargs):
-        GodotEnv.DEFAULT_TIMEOUT = connect_timeout  # how long GodotEnv waits for its game to connect
-        try:
-            super().__init__(**kwargs)  # launches the game and waits for it
-        except Exception as e:
-            raise game_did_not_connect(kwargs["port"], e) from None
+    def __init__(self, port=None, seed=0, config=None, connect_timeout=60):
+        # The wrapper's __init__ with the game launched by launch_game, which listens before the game starts
+        # (the wrapper's GodotEnv binds the port after: another run could take it in between)
+        self._env = launch_game(port, seed, connect_timeout, **config)  # launches the game and waits for it
+        super(RayVectorGodotEnv, self).__init__(observation_space=self._env.observation_space,
+                                                action_space=self._env.action_space, num_envs=self._env.num_envs)
         try:
             self.observation_space = rllib_observation_space(self.observation_space)
         except RuntimeError:
@@ -236,11 +241,16 @@ def child_pids():
     return pids
 
 
+def runner_port(env_config):
+    """Env runner i's game's port: base_port + i, or None (a free port) without --port."""
+    return None if env_config["base_port"] is None else env_config["base_port"] + env_config.worker_index
+
+
 def make_env(env_config):
-    """Run in each env runner: launch its game on port base_port + worker_index."""
+    """Run in each env runner: launch its game on port base_port + worker_index, or a free port."""
     game = {key: value for key, value in env_config.items()
             if key not in ("base_port", "seed", "connect_timeout")}  # the rest goes to GodotEnv
-    return GodotRayEnv(config=game, port=env_config["base_port"] + env_config.worker_index,
+    return GodotRayEnv(config=game, port=runner_port(env_config),
                        seed=env_config["seed"] + env_config.worker_index,
                        connect_timeout=env_config["connect_timeout"])
 
@@ -250,7 +260,17 @@ def make_env(env_config):
 # ------------------------------------------------------------------------------------------------
 class DeclaringGodotEnv(GodotEnv):
     """GodotEnv, keeping the env_info message: its action spaces sort the actions by name, and the
-    plugin reads an ONNX model's output in the order the game declares them."""
+    plugin reads an ONNX model's output in the order the game declares them. It accepts the game on
+    the socket launch_game listens on (GodotEnv would bind its own after launching the game)."""
+
+    def __init__(self, listener, **kwargs):
+        self.listener = listener
+        super().__init__(**kwargs)
+
+    def _start_server(self):
+        self.listener.settimeout(GodotEnv.DEFAULT_TIMEOUT)
+        connection, _ = self.listener.accept()
+        return connection
 
     def _get_json_dict(self):
         message = super()._get_json_dict()
@@ -261,12 +281,23 @@ class DeclaringGodotEnv(GodotEnv):
 
 def launch_game(port, seed, connect_timeout, **game):
     """A GodotEnv, which launches the game and reads its spaces, or RuntimeError naming the port (the
-    game that started but never connected ended)."""
+    game that started but never connected ended). The socket listens before the game starts, on port or
+    (port None) on a free port that the system picks, and the game is told that port: no other run can
+    take it in between."""
     GodotEnv.DEFAULT_TIMEOUT = connect_timeout  # how long GodotEnv waits for its game to connect
-    try:
-        return DeclaringGodotEnv(port=port, seed=seed, **game)
-    except Exception as e:
-        raise game_did_not_connect(port, e) from None
+    with socket.socket() as listener:  # closed once the game is connected, or is not
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
+        try:
+            listener.bind(("127.0.0.1", port or 0))
+        except OSError as e:
+            raise RuntimeError(f"port {port} is already in use ({e.strerror}): another run or game holds it; "
+                               f"pick another --port, or leave it out for free ones") from None
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        try:
+            return DeclaringGodotEnv(listener, port=port, seed=seed, **game)
+        except Exception as e:
+            raise game_did_not_connect(port, e) from None
 
 
 def read_policies(game):
@@ -284,10 +315,10 @@ def read_policies(game):
 
 
 def probe_game(args):
-    """The game's policies, from a game launched once on port + 1 before any env runner starts, then
-    closed: RLlib needs each policy's spaces before it builds the runners."""
+    """The game's policies, from a game launched once on port + 1 (or a free port) before any env runner
+    starts, then closed: RLlib needs each policy's spaces before it builds the runners."""
     with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv prints the spaces
-        game = launch_game(args.port + 1, args.seed, args.connect_timeout, env_path=args.env_path,
+        game = launch_game(args.port and args.port + 1, args.seed, args.connect_timeout, env_path=args.env_path,
                            show_window=False, framerate=args.framerate or None)
     try:
         return game.agent_policy_names, read_policies(game)
@@ -392,10 +423,10 @@ class GodotMultiAgentEnv(MultiAgentEnv):
 
 
 def make_multi_agent_env(env_config):
-    """Run in each env runner: launch its game on port base_port + worker_index."""
+    """Run in each env runner: launch its game on port base_port + worker_index, or a free port."""
     game = {key: value for key, value in env_config.items()
             if key not in ("base_port", "seed", "connect_timeout", "autoreset_mode")}
-    return GodotMultiAgentEnv(port=env_config["base_port"] + env_config.worker_index,
+    return GodotMultiAgentEnv(port=runner_port(env_config),
                               seed=env_config["seed"] + env_config.worker_index,
                               connect_timeout=env_config["connect_timeout"], **game)
 

@@ -8,6 +8,7 @@ import importlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -214,6 +215,43 @@ def test_episode_ends_reach_rllib_as_it_expects(rllib_script, port):
     finally:
         env.close()
     assert env._env.proc.poll() is not None  # close() waits for the game to quit
+
+
+def test_without_a_port_each_game_listens_on_a_free_port_of_its_own(rllib_script):
+    """Two games launched without a port: each connects to a socket that listened, on a port the system
+    picked, before the game started (launch_game), and plays."""
+    envs = []
+    try:
+        for _ in range(2):
+            envs.append(make_env(rllib_script, None, autoreset_mode="same_step"))
+        ports = [env._env.port for env in envs]
+        assert len(set(ports)) == 2 and all(isinstance(port, int) and port > 0 for port in ports), ports
+        for env in envs:
+            obs, _ = env.vector_reset()
+            assert len(env.vector_step([(0,)] * env.num_envs)[0]) == len(obs) == env.num_envs
+    finally:
+        for env in envs:
+            env.close()
+
+
+def test_a_given_port_that_is_taken_is_named_before_the_game_starts(rllib_script, port):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        with pytest.raises(RuntimeError, match=f"^port {port} is already in use .*leave it out for free ones$"):
+            make_env(rllib_script, port)
+    assert not pids(game_pattern(port, 0))
+
+
+def test_a_run_without_a_port_trains_on_free_ports(rllib_script, tmp_path):
+    """No --port: the driver's probe game and each env runner's game listen on free ports."""
+    ray_before = pids(RAY_PROCESSES)
+    proc = run_script(SCRIPT, "--env-path", CHASE["discrete"], "--num-env-runners", "2", "--num-cpus", "2",
+                      "--total-timesteps", "4096", "--train-batch-size", "1024", "--num-steps", "64",
+                      cwd=tmp_path, timeout=300)
+    assert "Traceback" not in proc.stderr
+    assert read_scalars(run_dirs(tmp_path)[0])["charts/episodic_return"]
+    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
 
 def test_a_game_that_resets_on_the_step_after_is_refused(rllib_script, port):
