@@ -598,7 +598,9 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--resume", default=None,
                    help=f"continue the run saved in this checkpoint, in its log folder with its flags (but "
                         f"{', '.join(RESUME_FLAGS)}); a resumed game starts new episodes")
-    p.add_argument("--port", type=int, default=GodotEnv.DEFAULT_PORT, help="TCP port of the first game")
+    p.add_argument("--port", type=int, default=None,
+                   help="the first game's TCP port, then port+1, ...; unset: a free port for each game of --env-path, "
+                        "11008 for the editor")
     p.add_argument("--speedup", type=int, default=None,
                    help="game time runs this many times faster; unset: the game's own")
     p.add_argument("--framerate", type=int, default=60,
@@ -635,6 +637,9 @@ def parse_and_check(p, flag, argv):
         fail(f"--framerate must be 0 (real time) or more, got {args.framerate}")
     if args.n_parallel > 1 and args.env_path is None:
         fail(f"--n-parallel {args.n_parallel} needs --env-path: the editor runs one game")
+    if args.port is not None and not 0 < args.port <= 65536 - args.n_parallel:
+        fail(f"--port must be 1 to {65536 - args.n_parallel} (a TCP port for each of the {args.n_parallel} "
+             f"games), got {args.port}")
     if args.onnx_export_path and not args.onnx_export_path.endswith(".onnx"):  # as godot-rl's examples do
         args.onnx_export_path = os.path.splitext(args.onnx_export_path)[0] + ".onnx"
     if args.gdscript_export_path and not args.gdscript_export_path.endswith(".gd"):
@@ -1192,9 +1197,10 @@ class GuardedGodotEnv(GodotEnv):
 
     POLL = 0.2  # seconds between two looks at the game process
 
-    def __init__(self, port, proc, connect_timeout):
-        self.game_proc, self.connect_timeout = proc, connect_timeout
+    def __init__(self, listener, proc, connect_timeout):
+        self.listener, self.game_proc, self.connect_timeout = listener, proc, connect_timeout
         self.deadline = time.monotonic() + connect_timeout
+        port = listener.getsockname()[1]
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # GodotEnv prints the spaces, and "press PLAY"
                 super().__init__(env_path=None, port=port)
@@ -1228,25 +1234,21 @@ class GuardedGodotEnv(GodotEnv):
         if self.game_exit():
             raise GameError(f"the game on port {self.port} {self.game_exit()} while {waiting_for}{self.last_output()}")
 
-    def _start_server(self):
-        with socket.socket() as listener:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(("127.0.0.1", self.port))
-            listener.listen(1)
-            listener.settimeout(self.POLL)
-            while True:
-                try:
-                    connection, _ = listener.accept()
-                    break
-                except socket.timeout:
-                    if self.game_exit():
-                        hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
-                            " (no DISPLAY is set: if the game opens a window, run it under xvfb-run -a)")
-                        raise GameError(f"no game connected on port {self.port}: the game "
-                                        f"{self.game_exit()}{hint}{self.last_output()}") from None
-                    if time.monotonic() > self.deadline:
-                        raise GameError(f"no game connected on port {self.port} within "
-                                        f"{self.connect_timeout:.0f} s{self.last_output()}") from None
+    def _start_server(self):  # the socket connect() listens on since before the game started
+        self.listener.settimeout(self.POLL)
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+                break
+            except socket.timeout:
+                if self.game_exit():
+                    hint = "" if os.environ.get("DISPLAY") or self.game_proc.returncode == 0 else (
+                        " (no DISPLAY is set: if the game opens a window, run it under xvfb-run -a)")
+                    raise GameError(f"no game connected on port {self.port}: the game "
+                                    f"{self.game_exit()}{hint}{self.last_output()}") from None
+                if time.monotonic() > self.deadline:
+                    raise GameError(f"no game connected on port {self.port} within "
+                                    f"{self.connect_timeout:.0f} s{self.last_output()}") from None
         connection.settimeout(self.POLL)
         return connection
 
@@ -1307,7 +1309,11 @@ def start_games(args):
     games = argparse.Namespace(games=[], procs=[])
     try:
         for i in range(args.n_parallel):
-            games.games.append(connect(args, args.port + i, args.seed + i, games.procs))
+            if args.port is not None:
+                port = args.port + i
+            else:  # a free port that connect() has the system pick; the editor's plugin connects to 11008
+                port = None if args.env_path else GodotEnv.DEFAULT_PORT
+            games.games.append(connect(args, port, args.seed + i, games.procs))
     except BaseException:
         close_games(games)
         raise
@@ -1347,30 +1353,34 @@ def is_camera(key):
 
 
 def connect(args, port, seed, procs):
-    with socket.socket() as probe:  # fail now, not after starting a game that cannot connect
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
+    """One game, connected. Its socket listens before the game starts, on port or (port None) on a free
+    port that the system picks, and the game is told that port: no other run can take it in between."""
+    with socket.socket() as listener:  # closed once the game is connected, or is not
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
         try:
-            probe.bind(("127.0.0.1", port))
+            listener.bind(("127.0.0.1", port or 0))
         except OSError as e:
-            raise GameError(f"port {port} is already in use ({e.strerror}): another training run "
-                            f"or game holds it; pick another --port")
-    if args.env_path is None:
-        print(f"waiting up to {args.connect_timeout:.0f} s on port {port}: press Play in the Godot editor")
-    else:  # GodotEnv's command line, started here so that this process owns the game
-        command = [os.path.abspath(args.env_path), f"--port={port}", f"--env_seed={seed}"]
-        if not args.show_window:
-            command += ["--disable-render-loop", "--headless" if args.godot_version == 4 else "--no-window"]
-        if args.framerate:
-            command += ["--fixed-fps", str(args.framerate)]
-        if args.action_repeat:
-            command.append(f"--action_repeat={args.action_repeat}")
-        if args.speedup:
-            command.append(f"--speedup={args.speedup}")
-        log, log_path, temporary = open_game_log(args, port)
-        with log:  # the game writes its own output (the engine's lines) there, not on our console
-            procs.append(subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
-        procs[-1].log_path, procs[-1].log_temporary = log_path, temporary
-    return GuardedGodotEnv(port, procs[-1] if args.env_path else None, args.connect_timeout)
+            raise GameError(f"port {port} is already in use ({e.strerror}): another training run or game holds "
+                            f"it; pick another --port" + (", or leave it out for free ones" if args.env_path else ""))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        if args.env_path is None:
+            print(f"waiting up to {args.connect_timeout:.0f} s on port {port}: press Play in the Godot editor")
+        else:  # GodotEnv's command line, started here so that this process owns the game
+            command = [os.path.abspath(args.env_path), f"--port={port}", f"--env_seed={seed}"]
+            if not args.show_window:
+                command += ["--disable-render-loop", "--headless" if args.godot_version == 4 else "--no-window"]
+            if args.framerate:
+                command += ["--fixed-fps", str(args.framerate)]
+            if args.action_repeat:
+                command.append(f"--action_repeat={args.action_repeat}")
+            if args.speedup:
+                command.append(f"--speedup={args.speedup}")
+            log, log_path, temporary = open_game_log(args, port)
+            with log:  # the game writes its own output (the engine's lines) there, not on our console
+                procs.append(subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
+            procs[-1].log_path, procs[-1].log_temporary = log_path, temporary
+        return GuardedGodotEnv(listener, procs[-1] if args.env_path else None, args.connect_timeout)
 
 
 def open_game_log(args, port):

@@ -8,6 +8,7 @@ against its scripted chaser; beside them, the game's own scripts played from Pyt
 moves for the runner. Writes benchmarks/results/chase_tag_baselines.md.
 """
 import argparse
+import socket
 import subprocess
 import sys
 import time
@@ -27,10 +28,13 @@ def play(scripted, policy, port, steps, seed):
     """(mean episode length, share of episodes that ended in a catch, episodes) of the 8 agents the
     trainer plays, against the side the game plays (--scripted). scripted None: the game plays neither
     side, policy is (the chasers', the runners'), and each pair's episode counts once (its chaser's)."""
-    proc = subprocess.Popen([GAME, f"--port={port}", f"--env_seed={seed}", "--fixed-fps", "60",
-                             *([f"--scripted={scripted}"] if scripted else [])], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    game = ppo_godot.GuardedGodotEnv(port, proc, 30)
+    with socket.socket() as listener:  # listening before the game starts, as ppo_godot.connect does
+        listener.bind(("127.0.0.1", port))
+        listener.listen(1)
+        proc = subprocess.Popen([GAME, f"--port={port}", f"--env_seed={seed}", "--fixed-fps", "60",
+                                 *([f"--scripted={scripted}"] if scripted else [])], start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        game = ppo_godot.GuardedGodotEnv(listener, proc, 30)
     try:
         game._send_as_json({"type": "reset"})
         reply = ppo_godot.await_reply(game, 10)

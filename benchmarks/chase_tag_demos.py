@@ -51,7 +51,7 @@ def record_demos(path, episodes, seed=1000):
 
 def train(job):
     """One run; its (agent-steps, 1 for a catch else 0) of every training episode."""
-    label, script, game, flags, seed, steps, port, workdir = job
+    label, script, game, flags, seed, steps, workdir = job
     folder = Path(workdir) / f"{label.replace(' ', '_').replace(',', '')}_{seed}"
     done = list(folder.glob("runs/*/*.pt"))  # a former call's finished run (--workdir): played, not trained again
     if done and torch.load(done[0], weights_only=True)["global_step"] >= steps - 2048:
@@ -59,7 +59,7 @@ def train(job):
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "train.log", "w") as log:
         subprocess.run([sys.executable, str(REPO / script), "--env-path", str(GAMES / f"{game}.x86_64"),
-                        "--godot-version", "3", "--seed", str(seed), "--port", str(port), "--total-timesteps",
+                        "--godot-version", "3", "--seed", str(seed), "--total-timesteps",  # games on free ports
                         str(steps), *flags], cwd=folder, check=True, stdout=log, stderr=subprocess.STDOUT)
     return label, seed, catch_curve(folder)
 
@@ -81,7 +81,6 @@ def main():
     p.add_argument("--total-timesteps", type=int, default=300_000)
     p.add_argument("--demo-episodes", type=int, default=50)
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--port", type=int, default=15408)
     p.add_argument("--workdir", default=None,
                    help="keep the runs here; a second call with the same folder tables and plots them without training")
     args = p.parse_args()
@@ -102,9 +101,8 @@ def main():
         "no warm-up, no BC loss": ("ppo_godot_bc.py", "chase_tag_scripted_runner",
                                    bc + ["--critic-warmup", "0", "--bc-strength", "0"], COLLAPSE_STEPS),
     }
-    jobs = [(label, script, game, flags, seed, steps, args.port + 4 * i, workdir)
-            for i, (seed, (label, (script, game, flags, steps))) in enumerate(
-                (seed, arm) for seed in range(1, args.seeds + 1) for arm in arms.items())]
+    jobs = [(label, script, game, flags, seed, steps, workdir)
+            for seed in range(1, args.seeds + 1) for label, (script, game, flags, steps) in arms.items()]
     curves = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for label, seed, curve in pool.map(train, jobs):

@@ -61,7 +61,7 @@ WINDOW = 100  # episodes in a running mean
 FIGURE = REPO / "benchmarks" / "figures" / "chase_tag_self_play.png"
 
 
-def train(how, game, flags, seed, port, args, workdir):
+def train(how, game, flags, seed, args, workdir):
     """Trains on the game (or finds the run a former call made); returns the run's folder."""
     folder = Path(workdir) / f"{how.replace(' ', '_')}_{game}_{seed}"
     script = "ppo_godot_self_play" if how == "self-play" else "ppo_godot_multi_policy"
@@ -71,7 +71,7 @@ def train(how, game, flags, seed, port, args, workdir):
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "train.log", "w") as log:
         subprocess.run([sys.executable, str(REPO / f"{script}.py"),
-                        "--env-path", str(GAMES / f"{game}.x86_64"), "--seed", str(seed), "--port", str(port),
+                        "--env-path", str(GAMES / f"{game}.x86_64"), "--seed", str(seed),  # games on free ports
                         "--total-timesteps", str(args.total_timesteps), *flags, *shlex.split(args.ppo_args)],
                        cwd=folder, check=True, stdout=log, stderr=subprocess.STDOUT)
     return next(folder.glob("runs/*"))
@@ -213,9 +213,9 @@ def main():
         workdir = args.workdir or temporary
         jobs = [(how, game, names, flags + (shlex.split(args.self_play_args) if how == "self-play" else []), seed)
                 for seed in range(1, args.seeds + 1) for how, game, names, flags in TRAININGS]
-        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:  # the trainings at once on ports of their own
-            folders = list(pool.map(lambda i: train(*jobs[i][:2], jobs[i][3], jobs[i][4], args.port + 1 + i % args.jobs,
-                                                    args, workdir), range(len(jobs))))
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:  # the trainings at once, each on free ports
+            folders = list(pool.map(lambda i: train(*jobs[i][:2], jobs[i][3], jobs[i][4], args, workdir),
+                                    range(len(jobs))))
         runs, curves = {}, {}
         for (how, game, names, flags, seed), folder in zip(jobs, folders):
             for name in names:

@@ -17,6 +17,7 @@ sends).
 import argparse
 import json
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -111,9 +112,12 @@ def picture(port):
 
     with tempfile.TemporaryDirectory() as workdir:
         screenshot = Path(workdir) / "window.png"
-        proc = subprocess.Popen([str(GAMES["camera"]), f"--port={port}", f"--screenshot={screenshot}"],
-                                start_new_session=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        game = ppo_godot_camera.GuardedGodotEnv(port, proc, 60)
+        with socket.socket() as listener:  # listening before the game starts, as ppo_godot_camera.connect does
+            listener.bind(("127.0.0.1", port))
+            listener.listen(1)
+            proc = subprocess.Popen([str(GAMES["camera"]), f"--port={port}", f"--screenshot={screenshot}"],
+                                    start_new_session=True, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            game = ppo_godot_camera.GuardedGodotEnv(listener, proc, 60)
         game._send_as_json({"type": "reset"})
         reply = ppo_godot_camera.await_reply(game, 10)
         image = np.frombuffer(bytes.fromhex(reply["obs"][0]["camera_2d"]), np.uint8).reshape(36, 36, 3)

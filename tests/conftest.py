@@ -343,6 +343,16 @@ def free_port(count=2):
     raise RuntimeError(f"no {count} free ports in a row")
 
 
+def listening(port=0):
+    """A socket listening on port (0: a free port that the system picks), for the game started next to
+    connect to: ppo_godot.GuardedGodotEnv accepts the game on it."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(1)
+    return listener
+
+
 def game_pids(port):
     """Game processes started for this port (or the next one): their whole command lines name it."""
     out = subprocess.run(["pgrep", "-f", "--", f"--port=({port}|{port + 1})( |$)"], capture_output=True, text=True)

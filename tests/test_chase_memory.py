@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ppo_godot
-from conftest import REPO, game_pids, needs_godot
+from conftest import REPO, game_pids, listening, needs_godot
 
 GAME = str(REPO / "godot" / "chase" / "chase_memory.x86_64")
 STAY = {"move": 0}
@@ -40,9 +40,10 @@ func reset():
 
 def test_the_target_is_seen_in_every_4th_observation_of_an_episode(port):
     needs_godot()
-    proc = subprocess.Popen([GAME, f"--port={port}", "--env_seed=3"], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    game = ppo_godot.GuardedGodotEnv(port, proc, 30)
+    with listening(port) as listener:
+        proc = subprocess.Popen([GAME, f"--port={port}", "--env_seed=3"], start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        game = ppo_godot.GuardedGodotEnv(listener, proc, 30)
     try:
         def play(action):
             game._send_as_json({"type": "action", "action": [action] * 16})

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ppo_godot
-from conftest import REPO, benchmark, game_pids, needs_godot
+from conftest import REPO, benchmark, game_pids, listening, needs_godot
 
 GAME = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
 STILL = {"chaser": {"move": 0}, "runner": {"move": [0.0, 0.0]}}  # each side's action that stays put
@@ -19,9 +19,10 @@ def tag_game(port):
     started = []
 
     def start(*flags):
-        proc = subprocess.Popen([GAME, f"--port={port}", "--env_seed=3", "--fixed-fps", "60", *flags],
-                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        game = ppo_godot.GuardedGodotEnv(port, proc, 30)
+        with listening(port) as listener:
+            proc = subprocess.Popen([GAME, f"--port={port}", "--env_seed=3", "--fixed-fps", "60", *flags],
+                                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            game = ppo_godot.GuardedGodotEnv(listener, proc, 30)
         started.append((game, proc))
         game._send_as_json({"type": "reset"})
         first = ppo_godot.await_reply(game, 10)

@@ -24,7 +24,7 @@ import pytest
 import godot4_web
 import ppo_godot
 import ppo_godot_lstm
-from conftest import CHASE, REPO, as_from_a_terminal, free_port, game_pids, needs_godot, run_script
+from conftest import CHASE, REPO, as_from_a_terminal, free_port, game_pids, listening, needs_godot, run_script
 
 web = godot4_web.web
 GAMES = {**CHASE, **{game: str(REPO / "godot" / "chase" / f"chase_{game}.x86_64") for game in ("tag", "memory")}}
@@ -118,11 +118,13 @@ def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies
 def test_each_games_layout_is_what_the_godot_3_game_declares(game):
     """The command checks policies against web.GAMES: it holds what each game's env_info sends."""
     needs_godot()
-    port = free_port()
+    listener = listening()
+    port = listener.getsockname()[1]
     proc = subprocess.Popen([GAMES[game], f"--port={port}"], start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        info = ppo_godot.GuardedGodotEnv(port, proc, 30).env_info
+        with listener:
+            info = ppo_godot.GuardedGodotEnv(listener, proc, 30).env_info
     finally:
         proc.kill()
         proc.wait()
