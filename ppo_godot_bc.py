@@ -15,7 +15,8 @@ lesson: `parse_args`, `ppo_update`, `train`; and adds `bc_loss`, `demo_minibatch
 `demo_accuracy`, `column_heads`. The demonstrations are read and checked against the game below the banner
 (section 9), and a checkpoint keeps them for --resume. A game resets a finished agent one of ppo_godot.py's two
 ways: first, like gymnasium (the demo game), it sends the final observation with done and resets the agent on
-the next action; second, like the official plugin, on the spot.
+the next action; second, like the official plugin, on the spot (a time-out that sends its terminal_observation
+bootstraps from it).
 """
 import argparse
 import atexit
@@ -166,8 +167,16 @@ class GodotVecEnv:
         # only then is the observation sent with done a final one, which a time-out bootstraps from
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
-        truncated = done & gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info])
-        return self.observations(replies), reward, done & ~truncated, truncated, {"autoreset": autoreset}
+        # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
+        # that does ("TimeLimit.truncated") bootstraps from it, since the observation sent with done cannot serve
+        sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
+        reset_on_the_spot = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
+        truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
+                            | reset_on_the_spot)
+        infos = {"autoreset": autoreset, "reset_on_the_spot": reset_on_the_spot}
+        if sent_final.any():
+            infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
+        return self.observations(replies), reward, done & ~truncated, truncated, infos
 
     def close(self):
         close_games(self)  # section 9: each game told, and its process ended
@@ -345,6 +354,8 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
+        reset_on_the_spot=np.zeros(rows, dtype=bool),  # True: a time-out whose agent the game reset at once
+        final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
 
@@ -366,6 +377,11 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device)
         storage.rewards[step] = reward
         storage.terminations[step] = terminated
         storage.truncations[step] = truncated
+        storage.reset_on_the_spot[step] = infos["reset_on_the_spot"]
+        if infos["reset_on_the_spot"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+            with torch.inference_mode():
+                final_value = agent.get_value(torch.as_tensor(infos["final_obs"], device=device))
+            storage.final_values[step] = final_value.flatten().cpu().numpy()
 
         if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
@@ -388,6 +404,15 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
             torch.as_tensor(storage.obs, device=device), torch.as_tensor(storage.actions, device=device))
         next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device))
     return logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy(), next_value.flatten().cpu().numpy()
+
+
+def bootstrap_reset_on_the_spot(storage, gamma):
+    """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
+    resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
+    it sent takes gamma V(s_final) into its reward and counts as terminated: GAE's delta_t is then
+    r_t + gamma V(s_final) - V(s_t), as for any time-out. Returns (rewards, terminations) for compute_gae."""
+    rewards = np.where(storage.reset_on_the_spot, storage.rewards + gamma * storage.final_values, storage.rewards)
+    return rewards, np.maximum(storage.terminations, storage.reset_on_the_spot)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -585,10 +610,10 @@ def train(args):
 
             next_obs, global_step = collect_rollout(envs, agent, storage, next_obs, global_step, run.writer, device)
             logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-            terminations = storage.terminations
+            rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)  # the plugin's way's time-outs
             if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
-                terminations = np.maximum(storage.terminations, storage.truncations)
-            advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(rewards, values, terminations, storage.truncations,
                                               next_value, args.gamma, args.gae_lambda)
             critic_only = iteration <= args.critic_warmup  # the critic learns the cloned policy's values first
             # beta_t: --bc-strength, fading linearly to 0 over --bc-steps (constant when 0); none in the warm-up
@@ -1673,6 +1698,25 @@ def check_observations(envs, replies):
                 raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
 
 
+def final_observations(envs, replies, info, ends):
+    """The final observation each agent sent at these ends (info "terminal_observation": {key: values}), as
+    rows; zeros for the others. One unlike the observation space: one line that names the agent and the key
+    (EnvFault: exit 2, the model saved)."""
+    rows = np.zeros((len(info),) + envs.single_observation_space.shape, envs.single_observation_space.dtype)
+    for i, (game, agent, _) in enumerate(agents_of(envs, replies)):
+        if not ends[i]:
+            continue
+        final = info[i]["terminal_observation"]
+        for key, shape in envs.obs_layout:
+            value = final.get(key) if isinstance(final, dict) else None
+            if not (isinstance(value, list) and len(value) == shape[0]
+                    and all(isinstance(v, (int, float)) for v in value)):
+                raise EnvFault(f"agent {agent} of the game on port {game.port} sent {key!r} in its "
+                               f"terminal_observation as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
+        rows[i] = np.concatenate([final[key] for key in envs.obs_keys])
+    return rows
+
+
 def close_games(envs):
     """Tells each game to close and ends its process group. Ctrl-C or kill while closing would leave
     the games running: they are ignored until it is done."""
@@ -1739,7 +1783,7 @@ def game_errors(doing):
     try:
         with stop_signals(interrupt):
             yield
-    except GameError as e:
+    except (GameError, EnvFault) as e:
         fail(str(e))
     except KeyboardInterrupt:
         print(f"interrupted while {doing}", file=sys.stderr)

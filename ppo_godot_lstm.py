@@ -12,7 +12,9 @@ state is zero where its episode starts; a game says where, one of ppo_godot.py's
      is still the old episode's final observation, fed with the old state (so V(final observation), which a
      time-out bootstraps from, remembers the episode); the state is zero after it.
   2. Like the official plugin: on the spot, so the observation sent with done is already the next
-     episode's first, and the state is zero for it.
+     episode's first, and the state is zero for it. A time-out that sends its final observation
+     (info["terminal_observation"] with info["TimeLimit.truncated"]) bootstraps from V of it, fed the ended
+     episode's state.
 ALGO comments give equations.
 """
 import argparse
@@ -149,11 +151,18 @@ class GodotVecEnv:
         # only then is the observation sent with done a final one, which a time-out bootstraps from
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
-        truncated = done & gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info])
+        # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
+        # that does ("TimeLimit.truncated") bootstraps from it, since the observation sent with done cannot serve
+        sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
+        reset_on_the_spot = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
+        truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
+                            | reset_on_the_spot)
         # the observation returned starts an episode: after an autoreset step, or with done in a plugin-like game
         new_episode = autoreset | (done & ~gymnasium_like)
-        return (self.observations(replies), reward, done & ~truncated, truncated,
-                {"autoreset": autoreset, "new_episode": new_episode})
+        infos = {"autoreset": autoreset, "reset_on_the_spot": reset_on_the_spot, "new_episode": new_episode}
+        if sent_final.any():
+            infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
+        return self.observations(replies), reward, done & ~truncated, truncated, infos
 
     def close(self):
         close_games(self)  # section 9: each game told, and its process ended
@@ -373,6 +382,8 @@ def make_storage(args, envs):
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
         new_episode=np.zeros(rows, dtype=bool),  # True: the observation this row returned starts an episode,
         # so the next row's state is zero
+        reset_on_the_spot=np.zeros(rows, dtype=bool),  # True: a time-out whose agent the game reset at once
+        final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
 
@@ -397,6 +408,11 @@ def collect_rollout(envs, agent, storage, next_obs, next_lstm_state, global_step
         next_obs, reward, terminated, truncated, infos = envs.step(action)
         storage.is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
         storage.new_episode[step] = infos["new_episode"]
+        storage.reset_on_the_spot[step] = infos["reset_on_the_spot"]
+        if infos["reset_on_the_spot"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead,
+            with torch.no_grad():  # fed the state of the episode that ended
+                final_value = agent.get_value(torch.as_tensor(infos["final_obs"], device=device), next_lstm_state)
+            storage.final_values[step] = final_value.flatten().cpu().numpy()
         next_lstm_state = forget(next_lstm_state, infos["new_episode"])  # a new episode's first observation: h = 0
         storage.rewards[step] = reward
         storage.terminations[step] = terminated
@@ -422,6 +438,15 @@ def bootstrap_value(agent, next_obs, next_lstm_state, device):
     with torch.no_grad():
         next_value = agent.get_value(torch.as_tensor(next_obs, dtype=torch.float32, device=device), next_lstm_state)
     return next_value.flatten().cpu().numpy()
+
+
+def bootstrap_reset_on_the_spot(storage, gamma):
+    """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
+    resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
+    it sent takes gamma V(s_final) into its reward and counts as terminated: GAE's delta_t is then
+    r_t + gamma V(s_final) - V(s_t), as for any time-out. Returns (rewards, terminations) for compute_gae."""
+    rewards = np.where(storage.reset_on_the_spot, storage.rewards + gamma * storage.final_values, storage.rewards)
+    return rewards, np.maximum(storage.terminations, storage.reset_on_the_spot)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -577,10 +602,10 @@ def train(args):
             next_obs, next_lstm_state, global_step = collect_rollout(envs, agent, storage, next_obs, next_lstm_state,
                                                                      global_step, run.writer, device)
             next_value = bootstrap_value(agent, next_obs, next_lstm_state, device)
-            terminations = storage.terminations
+            rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)  # the plugin's way's time-outs
             if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
-                terminations = np.maximum(storage.terminations, storage.truncations)
-            advantages, returns = compute_gae(storage.rewards, storage.values, terminations, storage.truncations,
+                rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(rewards, storage.values, terminations, storage.truncations,
                                               next_value, args.gamma, args.gae_lambda)
             stats = ppo_update(args, agent, optimizer, storage, storage.logprobs, storage.values, advantages,
                                returns, device)
@@ -1554,6 +1579,25 @@ def check_observations(envs, replies):
                 raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
 
 
+def final_observations(envs, replies, info, ends):
+    """The final observation each agent sent at these ends (info "terminal_observation": {key: values}), as
+    rows; zeros for the others. One unlike the observation space: one line that names the agent and the key
+    (EnvFault: exit 2, the model saved)."""
+    rows = np.zeros((len(info),) + envs.single_observation_space.shape, envs.single_observation_space.dtype)
+    for i, (game, agent, _) in enumerate(agents_of(envs, replies)):
+        if not ends[i]:
+            continue
+        final = info[i]["terminal_observation"]
+        for key, shape in envs.obs_layout:
+            value = final.get(key) if isinstance(final, dict) else None
+            if not (isinstance(value, list) and len(value) == shape[0]
+                    and all(isinstance(v, (int, float)) for v in value)):
+                raise EnvFault(f"agent {agent} of the game on port {game.port} sent {key!r} in its "
+                               f"terminal_observation as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
+        rows[i] = np.concatenate([final[key] for key in envs.obs_keys])
+    return rows
+
+
 def close_games(envs):
     """Tells each game to close and ends its process group. Ctrl-C or kill while closing would leave
     the games running: they are ignored until it is done."""
@@ -1620,7 +1664,7 @@ def game_errors(doing):
     try:
         with stop_signals(interrupt):
             yield
-    except GameError as e:
+    except (GameError, EnvFault) as e:
         fail(str(e))
     except KeyboardInterrupt:
         print(f"interrupted while {doing}", file=sys.stderr)

@@ -23,7 +23,9 @@ A game resets a finished agent one of two ways:
      the next action; every info holds "autoreset", true on that step: no transition, left out of the update.
      A time-out (info["truncated"]) bootstraps from V(final observation).
   2. Like the official plugin: on the spot, so the observation sent with done is already the next
-     episode's first; every step is a transition, and every end counts as terminal.
+     episode's first; every step is a transition. An end counts as terminal, unless the game sends its final
+     observation in info["terminal_observation"] (the plugin's "Send Terminal Obs Info") with
+     info["TimeLimit.truncated"]: that time-out bootstraps from V(terminal observation).
 """
 import argparse
 import atexit
@@ -163,10 +165,19 @@ class GodotVecEnv:
         # A game that resets like gymnasium (the module docstring's first way) holds "autoreset" in every info:
         # only then is the observation sent with done a final one, which a time-out bootstraps from
         gymnasium_like = np.array(["autoreset" in i for i in info])
-        self.tells_time_outs = gymnasium_like  # a game that resets on the spot cannot say which end timed out
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
-        truncated = done & gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info])
-        return self.observations(replies), reward, done & ~truncated, truncated, {"autoreset": autoreset}
+        # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
+        # that does ("TimeLimit.truncated") bootstraps from it, since the observation sent with done cannot serve
+        sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
+        reset_on_the_spot = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
+        # which ends timed out: told by a game that resets like gymnasium, or on the spot with its final observation
+        self.tells_time_outs = gymnasium_like | sent_final
+        truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
+                            | reset_on_the_spot)
+        infos = {"autoreset": autoreset, "reset_on_the_spot": reset_on_the_spot}
+        if sent_final.any():
+            infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
+        return self.observations(replies), reward, done & ~truncated, truncated, infos
 
     def close(self):
         close_games(self)  # section 9: each game told, and its process ended
@@ -389,6 +400,14 @@ class AgentPerPolicy(nn.Module):
             action[its_ids, :policy.columns] = its_agent.get_action(x[its_ids, :policy.width], greedy)
         return action
 
+    def get_value(self, x):
+        """Each policy's Agent.get_value on its agents' rows."""
+        value = torch.zeros(len(x), 1, device=x.device)
+        for name, policy in self.policies.items():
+            its_ids = torch.as_tensor(policy.agent_ids, device=x.device)
+            value[its_ids] = self.agents[name].get_value(x[its_ids, :policy.width])
+        return value
+
 
 # ================================================================================================
 # 4. Rollout: num_steps steps of every agent: the learner's current weights, a waiting policy's snapshot,
@@ -405,6 +424,8 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
+        reset_on_the_spot=np.zeros(rows, dtype=bool),  # True: a time-out whose agent the game reset at once
+        final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
 
@@ -426,6 +447,11 @@ def collect_rollout(envs, agents, rollout, all_obs, global_step, writer, device,
         rollout.rewards[step] = reward
         rollout.terminations[step] = terminated
         rollout.truncations[step] = truncated
+        rollout.reset_on_the_spot[step] = infos["reset_on_the_spot"]
+        if infos["reset_on_the_spot"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+            with torch.inference_mode():
+                final_value = agents.get_value(torch.as_tensor(infos["final_obs"], device=device))
+            rollout.final_values[step] = final_value.flatten().cpu().numpy()
 
         if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
@@ -460,6 +486,15 @@ def policy_share(policy, rollout, all_obs):
     storage = argparse.Namespace(**{key: array[:, policy.agent_ids] for key, array in vars(rollout).items()})
     storage.obs, storage.actions = storage.obs[..., :policy.width], storage.actions[..., :policy.columns]
     return storage, all_obs[policy.agent_ids, :policy.width]
+
+
+def bootstrap_reset_on_the_spot(storage, gamma):
+    """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
+    resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
+    it sent takes gamma V(s_final) into its reward and counts as terminated: GAE's delta_t is then
+    r_t + gamma V(s_final) - V(s_t), as for any time-out. Returns (rewards, terminations) for compute_gae."""
+    rewards = np.where(storage.reset_on_the_spot, storage.rewards + gamma * storage.final_values, storage.rewards)
+    return rewards, np.maximum(storage.terminations, storage.reset_on_the_spot)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -680,10 +715,10 @@ def train(args):
                 agent = agents[name]
                 storage, next_obs = policy_share(policy, rollout, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-                terminations = storage.terminations
+                rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)  # the plugin's way's time-outs
                 if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
-                    terminations = np.maximum(storage.terminations, storage.truncations)
-                advantages, returns = compute_gae(storage.rewards, values, terminations, storage.truncations,
+                    rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
+                advantages, returns = compute_gae(rewards, values, terminations, storage.truncations,
                                                   next_value, args.gamma, args.gae_lambda)
                 stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
                 stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
@@ -1436,7 +1471,8 @@ class Ratings:
         elif not self.envs.tells_time_outs[agent]:  # every end looks terminated: it would always be NAME's win
             if not self.untold:
                 print(f"{os.path.basename(__file__)}: note: --self-play-outcome {self.args.self_play_outcome}: the "
-                      f"game resets agents on the spot (as the plugin does), so it cannot say which episode ends are "
+                      f"game resets agents on the spot (as the plugin does) and sends no terminal_observation, so it "
+                      f"cannot say which episode ends are "
                       f"time-outs; those ends are not rated (use --self-play-outcome return)")
             self.untold = True
             return
@@ -1952,6 +1988,25 @@ def check_observations(envs, replies):
                 raise GameError(f"{where} as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
 
 
+def final_observations(envs, replies, info, ends):
+    """The final observation each agent sent at these ends (info "terminal_observation": {key: values}), as
+    rows of its policy's keys, zero-padded; zeros for the others. One unlike its policy's observation space: one
+    line that names the agent and the key (EnvFault: exit 2, the model saved)."""
+    rows = np.zeros((len(info),) + envs.single_observation_space.shape, envs.single_observation_space.dtype)
+    for i, ((game, agent, _), policy) in enumerate(zip(agents_of(envs, replies), envs.agent_policy)):
+        if not ends[i]:
+            continue
+        final = info[i]["terminal_observation"]
+        for key, shape in policy.obs_layout:
+            value = final.get(key) if isinstance(final, dict) else None
+            if not (isinstance(value, list) and len(value) == shape[0]
+                    and all(isinstance(v, (int, float)) for v in value)):
+                raise EnvFault(f"agent {agent} of the game on port {game.port} sent {key!r} in its "
+                               f"terminal_observation as {str(value)[:40]}, but declares a list of {shape[0]} numbers")
+        rows[i, :policy.width] = np.concatenate([final[key] for key in policy.obs_keys])
+    return rows
+
+
 def close_games(envs):
     """Tells each game to close and ends its process group. Ctrl-C or kill while closing would leave
     the games running: they are ignored until it is done."""
@@ -2018,7 +2073,7 @@ def game_errors(doing):
     try:
         with stop_signals(interrupt):
             yield
-    except GameError as e:
+    except (GameError, EnvFault) as e:
         fail(str(e))
     except KeyboardInterrupt:
         print(f"interrupted while {doing}", file=sys.stderr)

@@ -18,7 +18,11 @@ camera_2d with the shape [3888]); camera-small (declares it [3, 24, 36]); dotted
 agents' policy name is "team.a"); obs-and-more (declares obs [4] beside speed [1], which the plugin's
 demonstrations cannot hold). Two that play well: camera-and-vector (camera_2d [3, 36, 36] of
 random pixels beside position [0.25, -0.5]); rgba-camera (camera_2d [4, 36, 36], RGBA, as the
-plugin's camera sensor sends a viewport with a transparent background); duel (two policies, "left"
+plugin's camera sensor sends a viewport with a transparent background); terminal-obs (two agents, obs [2],
+every action a time-out reset on the spot, each sending its final observation as the plugin's "Send Terminal
+Obs Info" does: info terminal_observation and TimeLimit.truncated), and terminal-obs-missing-key,
+terminal-obs-wrong-size, terminal-obs-not-numbers (the same, but from the 21st step on agent 1's
+terminal_observation lacks obs, holds 3 numbers, or holds strings); duel (two policies, "left"
 and "right", 2 agents each, agent i facing agent i + 2: each observes [its episode's share done, its
 opponent's last action] and takes a discrete action of 2; left gets +1 when the two are equal, right
 when they differ, -1 otherwise; every episode lasts 16 steps and is reset on the spot, as the
@@ -69,6 +73,26 @@ def play_keys(declared, observe, n_agents=2, policy_name="shared"):
         else:
             send({"type": "step", "obs": obs, "reward": [1.0] * n_agents, "done": [True] * n_agents,
                   "info": [{}] * n_agents})
+
+
+def terminal_obs(bad=None):
+    read_requests()
+    send({"type": "env_info", "n_agents": 2, "agent_policy_names": ["shared"] * 2,
+          "observation_space": {"obs": {"space": "box", "size": [2]}},
+          "action_space": {"move": {"action_type": "discrete", "size": 2}}})
+    step = 0
+    while (message := receive())["type"] != "close":
+        obs = [{"obs": [random.uniform(-1, 1), random.uniform(-1, 1)]} for _ in range(2)]
+        if message["type"] == "reset":
+            send({"type": "reset", "obs": obs, "info": [{}] * 2})
+            continue
+        step += 1
+        final = [{"obs": [random.uniform(-1, 1), random.uniform(-1, 1)]} for _ in range(2)]
+        if bad and step > 20:
+            final[1] = {"missing-key": {}, "wrong-size": {"obs": [0.5, 0.5, 0.5]},
+                        "not-numbers": {"obs": ["0.5", "0.5"]}}[bad]
+        send({"type": "step", "obs": obs, "reward": [1.0] * 2, "done": [True] * 2,
+              "info": [{"terminal_observation": final[i], "TimeLimit.truncated": True} for i in range(2)]})
 
 
 def duel(length=16):
@@ -148,6 +172,8 @@ elif behaviour == "obs-and-more":
     play_keys({"obs": (4,), "speed": (1,)}, lambda: {"obs": [0.1, 0.2, 0.3, 0.4], "speed": [0.5]})
 elif behaviour == "rgba-camera":
     play_keys({"camera_2d": (4, 36, 36)}, lambda: {"camera_2d": random.randbytes(5184).hex()})
+elif behaviour.startswith("terminal-obs"):
+    terminal_obs(behaviour[len("terminal-obs-"):] or None)
 elif behaviour == "duel":
     duel()
 elif behaviour == "reset":

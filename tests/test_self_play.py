@@ -266,7 +266,7 @@ class Duel:
         reward = np.concatenate([same, -same]).astype(np.float32)
         self.returns += reward
         done = np.full(4, self.t == LENGTH)
-        infos = {"autoreset": np.zeros(4, bool)}
+        infos = {"autoreset": np.zeros(4, bool), "reset_on_the_spot": np.zeros(4, bool)}
         if done.any():
             infos.update({"episode": {"r": self.returns.copy(), "l": np.full(4, LENGTH)}, "_episode": done})
             self.reset()
@@ -434,7 +434,8 @@ def test_a_game_that_cannot_tell_a_time_out_is_not_rated_by_terminated(tmp_path,
     assert train_duel(tmp_path, argv, monkeypatch) is None
     notes = [line for line in capsys.readouterr().out.splitlines() if "cannot say which episode ends" in line]
     assert notes == ["ppo_godot_self_play.py: note: --self-play-outcome terminated=left: the game resets agents "
-                     "on the spot (as the plugin does), so it cannot say which episode ends are time-outs; those "
+                     "on the spot (as the plugin does) and sends no terminal_observation, so it cannot say which "
+                     "episode ends are time-outs; those "
                      "ends are not rated (use --self-play-outcome return)"]
     scalars = read_scalars(run_dirs(tmp_path)[0])
     assert {value for _, value in scalars["self_play/elo/left"] + scalars["self_play/elo/right"]} == {1200.0}

@@ -12,11 +12,11 @@ from conftest import REPO
 
 SCRIPTS = ["ppo.py", "ppo_continuous_action.py", "ppo_godot.py"]
 GYM_SCRIPTS = SCRIPTS[:2]
-SHARED_BY_ALL = ["layer_init", "make_storage", "rollout_logprobs_and_values", "compute_gae",
+SHARED_BY_ALL = ["layer_init", "rollout_logprobs_and_values", "compute_gae",
                  "ppo_update", "str2bool", "minibatch_problem", "resumed_args", "fail", "EnvFault",
                  "check_env_output", "unsaved_tensors", "load_checkpoint", "load_weights", "start_tracking",
                  "stop_tracking"]
-SHARED_BY_GYM = ["collect_rollout", "NormalizeReward", "parse_and_check", "env_errors", "find_wrapper", "save_episodes",
+SHARED_BY_GYM = ["make_storage", "collect_rollout", "NormalizeReward", "parse_and_check", "env_errors", "find_wrapper", "save_episodes",
                  "restore_episodes", "track_videos", "Run"]
 # The lines each script writes its own way: (definition, words of the line, why)
 DECLARED = {
@@ -94,12 +94,21 @@ GODOT_RUN = {
 GODOT_ROLLOUT = {
     "the game's reply says which steps only reset an agent, so next_done is not carried from one step to the "
     "next": ("is_transition[step] = ", "next_done", "returns (next_obs", "next_obs, global_step"),
+    "a game that resets an agent on the spot returns the next episode's first observation after a time-out: "
+    "V of the final one it sent is kept instead": ("reset_on_the_spot", "final_value", "torch.inference_mode()"),
 }
+GODOT_STORAGE = {"a time-out whose agent the game reset on the spot bootstraps from V(s_final), kept in the "
+                 "rollout": ("reset_on_the_spot=", "final_values=")}
 
 
 def test_ppo_godot_rollout_differs_from_ppo_s_only_where_the_game_tells_more():
     assert_differs_only_as_declared("collect_rollout", definitions("ppo.py")["collect_rollout"],
                                     definitions("ppo_godot.py")["collect_rollout"], GODOT_ROLLOUT)
+
+
+def test_ppo_godot_storage_differs_from_ppo_s_only_by_the_time_outs_reset_on_the_spot():
+    assert_differs_only_as_declared("make_storage", definitions("ppo.py")["make_storage"],
+                                    definitions("ppo_godot.py")["make_storage"], GODOT_STORAGE)
 
 
 def test_ppo_godot_run_differs_from_ppo_s_only_where_a_game_cannot_do_the_same():
@@ -109,7 +118,8 @@ def test_ppo_godot_run_differs_from_ppo_s_only_where_a_game_cannot_do_the_same()
 @pytest.mark.parametrize("script", SCRIPTS[1:])
 def test_train_differs_only_in_the_agent_and_the_game(script):
     """train() is ppo.py's but for the Agent's sizes and, in ppo_godot.py, the game's Run, its envs (no
-    videos, so no run name), the batch sized from the game's agents and the game's checks."""
+    videos, so no run name), the batch sized from the game's agents and the game's checks, and the time-outs of a
+    game that resets an agent on the spot."""
     reference = {line.strip() for line in definitions("ppo.py")["train"].splitlines()}
     lines = {line.strip() for line in definitions(script)["train"].splitlines()}
     differing = reference ^ lines
@@ -119,6 +129,10 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
         # game's reply says which steps only reset an agent: no next_done is carried
         allowed += ("# s_0: new episodes", "run.start()", "collect_rollout(", "envs, agent, storage, next_obs",
                     "run.end_iteration(")
+        # and a game that resets an agent on the spot has its time-outs bootstrapped from V(s_final) in the reward
+        allowed += ("bootstrap_reset_on_the_spot(", "rewards, terminations = ", "terminations = storage.terminations",
+                    "terminations = np.maximum(",
+                    "advantages, returns = compute_gae(")
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
 
 
@@ -169,6 +183,9 @@ MULTI_POLICY = {
                             'checkpoint["script"]', "ppo_godot.py's and", "several policies")},
     "check_first_observations": {"each agent's keys are its policy's": ("polic", "obs_keys", "agents_of")},
     "check_observations": {"each agent's keys are its policy's": ("polic", "obs_layout", "agents_of")},
+    "final_observations": {"each agent's keys are its policy's, its row padded": (
+        "polic", "agents_of", "line that names", "rows[i", "obs_layout"),
+        "(ppo_godot.py's docstring, rewrapped)": ("rows; zeros for the others", "(EnvFault: exit 2")},
     "start_games": {"agents of one policy name share spaces": ("agent", "polic", "started and connected")},
     "game_problem": {"several policy names are the point here; a name names files, so its characters are "
                      "checked; agents of one name share spaces": (
@@ -211,7 +228,7 @@ SELF_PLAY = {
     "collect_rollout": {"each episode end of a learner's agent moves the ELO ratings": (
         "self_play", "def collect_rollout(")},
     "GodotVecEnv": {"--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
-        "tells_time_outs",)},
+        "tells_time_outs", "which ends timed out")},
     "parse_args": {"the comment names the flags section 9 adds": ("self-play's settings",)},
     "parse_and_check": {"self-play's settings, and --self-play-pool's NAME=CHECKPOINT; a run saved without "
                         "self-play is refused to --resume with one line naming its script": (
@@ -354,6 +371,10 @@ CAMERA = {
     "check_first_observations": {"a camera that renders nothing is refused in one line": (
         "A camera", "renders nothing", "check_observations(envs, replies)", "obs_rows", "column", "shape",
         "pixels", "is_camera", "blank", "every agent", "--show-window", "they must be those declared")},
+    "final_observations": {"a camera key's value is the hex of its bytes, checked": (
+        "camera", "values", "fits", "declared", "try:", "except (TypeError, ValueError)", "rows[i] = np.concatenate(",
+        "one line that names", "rows; zeros for the others", "(EnvFault: exit 2",
+        "else:", "and all(isinstance", "but declares", "if not (isinstance")},
     "check_observations": {"a camera key's value is checked to be the hex of its bytes": (
         "camera", "value", "isinstance", "raise GameError", "f\"bytes", "n_bytes", "except ValueError",
         "declared", "try:", "the key (GameError)", "a list of its size", "bytes (H x W x C")},
@@ -390,7 +411,7 @@ GODOT_LSTM = {
                    "sequences": ("--lstm-hidden-size", "--num-minibatches", "whole agent sequences", "LSTM's state",
                                  "pays for every unit")},
     "GodotVecEnv": {"the step says which observations start an episode, where the state is zero": (
-        "new_episode", "starts an episode", "return (self.observations", '{"autoreset": autoreset')},
+        "new_episode", "starts an episode", '"reset_on_the_spot": reset_on_the_spot')},
     # ppo_lstm.py's Agent with ppo_godot.py's action heads on h_t: every differing line is ppo_lstm.py's Agent's,
     # or one of these
     "Agent": Merged("ppo_lstm.py", {
@@ -410,7 +431,8 @@ GODOT_LSTM = {
                             "lstm_state", "LSTM", "h_t", "no_grad", "inference_mode", "logprob", "value",
                             "new_episode", "Fills storage", "memory of them", "last rollout", "return next_obs",
                             "a_t ~ pi(.|s_t)", "torch.as_tensor(next_obs", "update's backward",
-                            "def collect_rollout(")},
+                            "def collect_rollout(", "reset_on_the_spot", "V(s_final) is kept instead",
+                            "fed the state of the episode that ended", "final_value")},
     "ppo_update": {"ppo_lstm.py's: minibatches of whole agent sequences, replayed from their states": (
         "def batch(", "return torch.as_tensor(", "sequence_minibatches", "whole sequences", "a new order every epoch",
         "epoch would take", "tensor_split", "agent.evaluate_actions(", "lstm_state, run_starts)")},
