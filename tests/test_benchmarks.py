@@ -232,3 +232,37 @@ def test_the_memory_benchmark_reads_each_episode_with_its_step_and_minute(tmp_pa
     assert len(run["steps"]) == len(run["minutes"]) == len(run["returns"]) > 0
     assert run["steps"].max() <= 2048 and (np.diff(run["minutes"]) >= 0).all() and 0 < run["minutes"][-1] < 5
     assert run["sps"] > 0 and memory.final(run) == pytest.approx(run["returns"][-memory.WINDOW:].mean())
+
+
+def test_the_time_outs_benchmark_compares_v_and_g_at_30_actions_with_time_outs_off(tmp_path, monkeypatch):
+    needs_godot()
+    time_outs = benchmark("godot_time_outs")
+    launcher = time_outs.no_time_out_launcher(tmp_path).read_text()
+    assert "--max_steps=1000" in launcher and "--max_steps=30" not in launcher and "dirname" not in launcher
+    (tmp_path / "benchmarks").mkdir()
+    monkeypatch.setattr(time_outs.common, "REPO", tmp_path)  # the tables and the figure go there
+    rows = time_outs.main(["--seeds", "1", "--total-timesteps", "2048", "--eval-states", "20", "--jobs", "2"])
+    assert sorted(rows) == sorted((variant, 1) for variant in time_outs.VARIANTS)
+    for row in rows.values():
+        for at in time_outs.AT:
+            v, g = row[at]
+            assert len(v) == len(g) and np.isfinite(v).all() and np.isfinite(g).all()
+        assert len(row[30][0]) >= 20 and len(row[0][0]) >= 20 and (row["lengths"] >= 1).all()
+    lines = (tmp_path / "benchmarks" / "results" / "godot_time_outs.md").read_text().splitlines()
+    assert lines[0].startswith("Command: `python benchmarks/godot_time_outs.py --seeds 1 --total-timesteps 2048 ")
+    body = [line.split(" | ") for line in lines if line.startswith("| ") and not line.startswith("| variant")]
+    by_actions = body[4:]  # the second table: V - G by actions taken, one row per variant
+    assert [cells[0] for cells in by_actions] == ["| " + variant for variant in time_outs.VARIANTS]
+    assert all(len(cells) == len(time_outs.AT) + 3 for cells in by_actions)
+    body = body[:4]
+    assert [(cells[0], cells[1]) for cells in body] == [("| " + variant, seed) for variant in time_outs.VARIANTS
+                                                          for seed in ("1", "mean")]
+    assert all(len(cells) == 11 for cells in body)
+    for variant, cells in zip(time_outs.VARIANTS, body[::2]):  # each seed's row holds that run's numbers
+        v, g = rows[variant, 1][30]
+        assert float(cells[2]) == pytest.approx(rows[variant, 1]["final"], abs=0.005)
+        assert int(cells[3]) == len(v) and float(cells[6]) == pytest.approx(np.mean(v - g), abs=0.005)
+    margins = [line for line in lines if line[:3] in ("1. ", "2. ", "3. ", "4. ")]
+    assert len(margins) == 4 and all(line.endswith((": met", ": missed")) for line in margins)
+    figure = tmp_path / "benchmarks" / "figures" / "godot_time_outs.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
