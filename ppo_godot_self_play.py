@@ -107,7 +107,7 @@ def parse_args(argv=None):
     # The game (GodotEnv's settings)
     p.add_argument("--env-path", default=None,
                    help="the exported game (a .x86_64 file on Linux); omitted: press Play in the editor")
-    p.add_argument("--n-parallel", type=int, default=1, help="game processes, on ports port, port+1, ...")
+    p.add_argument("--n-parallel", type=int, default=1, help="game processes, each on a port of its own")
     p.add_argument("--action-repeat", type=int, default=None, help="physics frames per action; unset: the game's own")
     # Evaluation
     p.add_argument("--eval-checkpoint", default=None,
