@@ -163,12 +163,12 @@ class GodotVecEnv:
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
         # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
-        # that does ("TimeLimit.truncated") bootstraps from it, since the observation sent with done cannot serve
+        # that does ("TimeLimit.truncated") bootstraps from it: the observation sent with done is the next episode's
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
-        reset_on_the_spot = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
+        bootstraps_from_final = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
         truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
-                            | reset_on_the_spot)
-        infos = {"autoreset": autoreset, "reset_on_the_spot": reset_on_the_spot}
+                            | bootstraps_from_final)
+        infos = {"autoreset": autoreset, "bootstraps_from_final": bootstraps_from_final}
         if sent_final.any():
             infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
         return self.observations(replies), reward, done & ~truncated, truncated, infos
@@ -413,7 +413,7 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
-        reset_on_the_spot=np.zeros(rows, dtype=bool),  # True: a time-out whose agent the game reset at once
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a time-out the game reset at once, its s_final sent
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
@@ -436,8 +436,8 @@ def collect_rollout(envs, agents, rollout, all_obs, global_step, writer, device)
         rollout.rewards[step] = reward
         rollout.terminations[step] = terminated
         rollout.truncations[step] = truncated
-        rollout.reset_on_the_spot[step] = infos["reset_on_the_spot"]
-        if infos["reset_on_the_spot"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+        rollout.bootstraps_from_final[step] = infos["bootstraps_from_final"]
+        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
             with torch.inference_mode():
                 final_value = agents.get_value(torch.as_tensor(infos["final_obs"], device=device))
             rollout.final_values[step] = final_value.flatten().cpu().numpy()
@@ -479,10 +479,11 @@ def policy_share(policy, rollout, all_obs):
 def bootstrap_reset_on_the_spot(storage, gamma):
     """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
     resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
-    it sent takes gamma V(s_final) into its reward and counts as terminated: GAE's delta_t is then
-    r_t + gamma V(s_final) - V(s_t), as for any time-out. Returns (rewards, terminations) for compute_gae."""
-    rewards = np.where(storage.reset_on_the_spot, storage.rewards + gamma * storage.final_values, storage.rewards)
-    return rewards, np.maximum(storage.terminations, storage.reset_on_the_spot)
+    it sent takes gamma V(s_final) into its reward and is marked terminated, only so that GAE drops values[t+1]:
+    delta_t is then r_t + gamma V(s_final) - V(s_t), as for any time-out. V(s_final) is on r_t's scale (both
+    after --norm-reward). Returns (rewards, terminations) for compute_gae alone: the logged returns are the game's."""
+    rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
+    return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
@@ -621,8 +622,9 @@ def train(args):
                 agent = agents[name]
                 storage, next_obs = policy_share(policy, rollout, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-                rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)  # the plugin's way's time-outs
-                if not args.bootstrap_truncation:  # CleanRL's way: a time-limit end counts as terminal
+                if args.bootstrap_truncation:  # a time-out the game reset on the spot: gamma V(s_final) into r_t
+                    rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
+                else:  # CleanRL's way: a time-limit end counts as terminal
                     rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
                 advantages, returns = compute_gae(rewards, values, terminations, storage.truncations,
                                                   next_value, args.gamma, args.gae_lambda)

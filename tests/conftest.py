@@ -163,7 +163,7 @@ class AsGameActions(gym.ActionWrapper):
 class FakeGame(gym.vector.VectorWrapper):
     """What GodotVecEnv adds to a vector env's API: the game's layouts (ppo_godot.py's, and as
     ppo_godot_multi_policy.py reads them, one policy's), and infos["autoreset"], the agents that a step
-    only reset (here gymnasium's: those whose episode ended on the step before), and reset_on_the_spot (none)."""
+    only reset (here gymnasium's: those whose episode ended on the step before), and bootstraps_from_final (none)."""
 
     def __init__(self, env):
         super().__init__(env)
@@ -182,7 +182,7 @@ class FakeGame(gym.vector.VectorWrapper):
         obs, reward, terminated, truncated, infos = super().step(actions)
         infos["autoreset"], self.autoreset = self.autoreset, terminated | truncated
         infos["new_episode"] = infos["autoreset"]  # ppo_godot_lstm.py's: the observation starts an episode
-        infos["reset_on_the_spot"] = np.zeros(self.num_envs, dtype=bool)  # gymnasium's way: none is
+        infos["bootstraps_from_final"] = np.zeros(self.num_envs, dtype=bool)  # gymnasium's way: none is
         return obs, reward, terminated, truncated, infos
 
 

@@ -266,7 +266,7 @@ class Duel:
         reward = np.concatenate([same, -same]).astype(np.float32)
         self.returns += reward
         done = np.full(4, self.t == LENGTH)
-        infos = {"autoreset": np.zeros(4, bool), "reset_on_the_spot": np.zeros(4, bool)}
+        infos = {"autoreset": np.zeros(4, bool), "bootstraps_from_final": np.zeros(4, bool)}
         if done.any():
             infos.update({"episode": {"r": self.returns.copy(), "l": np.full(4, LENGTH)}, "_episode": done})
             self.reset()

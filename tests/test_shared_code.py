@@ -95,10 +95,10 @@ GODOT_ROLLOUT = {
     "the game's reply says which steps only reset an agent, so next_done is not carried from one step to the "
     "next": ("is_transition[step] = ", "next_done", "returns (next_obs", "next_obs, global_step"),
     "a game that resets an agent on the spot returns the next episode's first observation after a time-out: "
-    "V of the final one it sent is kept instead": ("reset_on_the_spot", "final_value", "torch.inference_mode()"),
+    "V of the final one it sent is kept instead": ("bootstraps_from_final", "final_value", "torch.inference_mode()"),
 }
 GODOT_STORAGE = {"a time-out whose agent the game reset on the spot bootstraps from V(s_final), kept in the "
-                 "rollout": ("reset_on_the_spot=", "final_values=")}
+                 "rollout": ("bootstraps_from_final=", "final_values=")}
 
 
 def test_ppo_godot_rollout_differs_from_ppo_s_only_where_the_game_tells_more():
@@ -131,7 +131,8 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
                     "run.end_iteration(")
         # and a game that resets an agent on the spot has its time-outs bootstrapped from V(s_final) in the reward
         allowed += ("bootstrap_reset_on_the_spot(", "rewards, terminations = ", "terminations = storage.terminations",
-                    "terminations = np.maximum(",
+                    "terminations = np.maximum(", "if args.bootstrap_truncation:", "if not args.bootstrap_truncation:",
+                    "else:  # CleanRL's way",
                     "advantages, returns = compute_gae(")
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
 
@@ -411,7 +412,7 @@ GODOT_LSTM = {
                    "sequences": ("--lstm-hidden-size", "--num-minibatches", "whole agent sequences", "LSTM's state",
                                  "pays for every unit")},
     "GodotVecEnv": {"the step says which observations start an episode, where the state is zero": (
-        "new_episode", "starts an episode", '"reset_on_the_spot": reset_on_the_spot')},
+        "new_episode", "starts an episode", '"bootstraps_from_final": bootstraps_from_final')},
     # ppo_lstm.py's Agent with ppo_godot.py's action heads on h_t: every differing line is ppo_lstm.py's Agent's,
     # or one of these
     "Agent": Merged("ppo_lstm.py", {
@@ -431,7 +432,7 @@ GODOT_LSTM = {
                             "lstm_state", "LSTM", "h_t", "no_grad", "inference_mode", "logprob", "value",
                             "new_episode", "Fills storage", "memory of them", "last rollout", "return next_obs",
                             "a_t ~ pi(.|s_t)", "torch.as_tensor(next_obs", "update's backward",
-                            "def collect_rollout(", "reset_on_the_spot", "V(s_final) is kept instead",
+                            "def collect_rollout(", "bootstraps_from_final", "V(s_final) is kept instead",
                             "fed the state of the episode that ended", "final_value")},
     "ppo_update": {"ppo_lstm.py's: minibatches of whole agent sequences, replayed from their states": (
         "def batch(", "return torch.as_tensor(", "sequence_minibatches", "whole sequences", "a new order every epoch",

@@ -91,10 +91,10 @@ def test_a_time_out_bootstraps_from_v_of_the_terminal_observation_and_a_reached_
     args, agent, storage, infos = rollout(script, port)
     time_outs, reached = ends(storage)
     assert time_outs.sum() >= 16 and reached.sum() >= 16  # both kinds
-    assert (storage.reset_on_the_spot == time_outs).all()
+    assert (storage.bootstraps_from_final == time_outs).all()
     critic = agent.agents["shared_policy"] if script is ppo_godot_multi_policy else agent
     for t, step_infos in enumerate(infos):
-        sent = np.nonzero(step_infos["reset_on_the_spot"])[0]
+        sent = np.nonzero(step_infos["bootstraps_from_final"])[0]
         assert (np.nonzero(time_outs[t])[0] == sent).all()
         if len(sent):
             with torch.no_grad():
@@ -116,7 +116,7 @@ def test_a_time_out_bootstraps_from_v_of_the_terminal_observation_and_a_reached_
 def test_with_bootstrap_truncation_false_a_time_out_counts_as_terminal(port):
     """CleanRL's way, as the demo's gymnasium-like time-outs take it too: no V(s_final) in the reward."""
     args, agent, storage, infos = rollout(ppo_godot, port, "--bootstrap-truncation", "false")
-    assert not args.bootstrap_truncation and storage.reset_on_the_spot.any()
+    assert not args.bootstrap_truncation and storage.bootstraps_from_final.any()
     # what train() passes to compute_gae then: the rewards as they came, every end terminal
     rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
     assert (terminations == (storage.truncations.astype(bool) | storage.terminations.astype(bool))).all()
@@ -134,7 +134,7 @@ def test_the_lstm_feeds_the_terminal_observation_with_the_state_of_the_episode_t
     with torch.no_grad():
         for t, step_infos in enumerate(infos):
             _, state = agent.memory(torch.as_tensor(storage.obs[t]), state)
-            sent = np.nonzero(step_infos["reset_on_the_spot"])[0]
+            sent = np.nonzero(step_infos["bootstraps_from_final"])[0]
             if len(sent):
                 final_obs = torch.as_tensor(step_infos["final_obs"])
                 apart = agent.get_value(final_obs, state).flatten().numpy()
