@@ -29,6 +29,7 @@ def play(scripted, policy, port, steps, seed):
     trainer plays, against the side the game plays (--scripted). scripted None: the game plays neither
     side, policy is (the chasers', the runners'), and each pair's episode counts once (its chaser's)."""
     with socket.socket() as listener:  # listening before the game starts, as ppo_godot.connect does
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last game's connection may linger
         listener.bind(("127.0.0.1", port))
         listener.listen(1)
         proc = subprocess.Popen([GAME, f"--port={port}", f"--env_seed={seed}", "--fixed-fps", "60",

@@ -113,6 +113,7 @@ def picture(port):
     with tempfile.TemporaryDirectory() as workdir:
         screenshot = Path(workdir) / "window.png"
         with socket.socket() as listener:  # listening before the game starts, as ppo_godot_camera.connect does
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the last game's connection may linger
             listener.bind(("127.0.0.1", port))
             listener.listen(1)
             proc = subprocess.Popen([str(GAMES["camera"]), f"--port={port}", f"--screenshot={screenshot}"],

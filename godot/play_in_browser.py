@@ -377,8 +377,8 @@ def serve(folder, port):
         raise Failure(f"--port {port}: {error.strerror}; pick another")
     print(f"serving {folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
     try:
-        while True:
-            time.sleep(3600)
+        while True:  # short sleeps: Ctrl-C may land on a server thread, and Python raises it here when this wakes
+            time.sleep(0.2)
     finally:
         server.shutdown()
 

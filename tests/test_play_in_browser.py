@@ -2,10 +2,12 @@
 same rules files as the Godot 3 game, so the same policy and seed give the same episodes; the folder a user
 builds plays, is served, and gives a picture; bad input is one line and exit 2."""
 import contextlib
+import ctypes
 import hashlib
 import io
 import ipaddress
 import json
+import os
 import queue
 import re
 import signal
@@ -263,8 +265,8 @@ def test_a_trail_starts_anew_with_each_episode(policies, tmp_path):
 @contextlib.contextmanager
 def serving(policy, folder):
     """The user's `play_in_browser.py POLICY --serve` as its own process, started as from a terminal (SIGINT
-    at its default, also where the tests run in the background): yields its port once it says it serves, and
-    its next stdout lines; then Ctrl-C, which must end it with exit code 0 and nothing on stderr."""
+    at its default, also where the tests run in the background): yields (its port, the process) once it says it
+    serves; then Ctrl-C (unless the test gave one), which must end it with exit code 0 and nothing on stderr."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(REPO / "godot" / "play_in_browser.py"), str(policy),
                              "--out", str(folder), "--serve", "--port", str(port)],
@@ -274,9 +276,9 @@ def serving(policy, folder):
     try:
         assert lines.get(timeout=60).startswith("built ")
         assert lines.get(timeout=60).strip() == f"serving {folder} on http://127.0.0.1:{port}/ (Ctrl-C stops)"
-        yield port
+        yield port, proc
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)  # nothing, if it has ended
         try:
             assert proc.wait(timeout=30) == 0
         finally:
@@ -286,12 +288,31 @@ def serving(policy, folder):
 
 def test_serve_serves_the_folder_on_127_0_0_1_until_ctrl_c(policies, tmp_path):
     godot4_web.needs_godot4()
-    with serving(policies["discrete"][0], tmp_path / "web") as port:
+    with serving(policies["discrete"][0], tmp_path / "web") as (port, _):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.wasm", timeout=30) as response:
             assert response.headers["Content-Type"] == "application/wasm"
             assert response.read() == (godot4_web.TEMPLATE / "index.wasm").read_bytes()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
             assert b'mainPack: "game.pck"' in response.read()
+
+
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(os.uname().machine)  # the Linux system call's number
+
+
+def test_ctrl_c_ends_the_server_whichever_of_its_threads_the_kernel_hands_it_to(policies, tmp_path):
+    """A terminal's Ctrl-C goes to the process, and the kernel gives it to any one of its threads: here to each
+    thread but the main one in turn (tgkill). Python raises KeyboardInterrupt in the main thread only once that
+    thread wakes, so the server must not sleep long."""
+    godot4_web.needs_godot4()
+    if TGKILL is None:
+        pytest.skip(f"tgkill's number on {os.uname().machine} is not known here")
+    with serving(policies["discrete"][0], tmp_path / "web") as (port, proc):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
+            response.read()
+        others = [int(tid) for tid in os.listdir(f"/proc/{proc.pid}/task") if int(tid) != proc.pid]
+        assert others  # the server's thread, at least
+        assert ctypes.CDLL(None, use_errno=True).syscall(TGKILL, proc.pid, others[0], signal.SIGINT) == 0
+        assert proc.wait(timeout=10) == 0
 
 
 def network_address():
@@ -312,7 +333,7 @@ def test_serve_refuses_clients_from_elsewhere(policies, tmp_path):
     address = network_address()
     if address is None:
         pytest.skip("this machine has no network address other than loopback to connect through")
-    with serving(policies["discrete"][0], tmp_path / "web") as port:
+    with serving(policies["discrete"][0], tmp_path / "web") as (port, _):
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection((address, port), timeout=30).close()
         socket.create_connection(("127.0.0.1", port), timeout=30).close()
