@@ -29,6 +29,15 @@ margins, set before the first run (issue 60):
   3. the bootstrapped variant's mean V - G there is within 0.5 of 0 on every seed;
   4. the return at the end (each seed's last 100 training episodes, in the time-out game) of the bootstrapped
      variant, mean over seeds, is not lower than the terminal variant's by more than 0.5.
+The control (--control add, or only; added after the first run, which found the bootstrapped critic overestimating):
+the bootstrapped variant trained with no time-outs (the evaluation's launcher, --max_steps=1000, in training too),
+the same seeds, budget and evaluation; it asks whether the overestimate comes from bootstrapping at the time-outs
+or is a bias of this PPO critic in this game whatever the time-outs. Prediction, written before its run: if the
+bootstrap causes the overestimate, the control's mean V - G at 30 actions is within 0.5 of 0 on every seed; if
+the control's is also +0.5 or more on every seed, the overestimate is the critic's own, not the time-outs'.
+
+    python benchmarks/godot_time_outs.py --seeds 3 --total-timesteps 500000 --jobs 2 --control only \
+        --out godot_time_outs_control   # its tables, moved by hand to the end of results/godot_time_outs.md
 Writes benchmarks/results/godot_time_outs.md and benchmarks/figures/godot_time_outs.png (mean and min-max over
 seeds).
 """
@@ -56,19 +65,23 @@ MAX_STEPS = 30  # the launcher's time-out, in actions
 NO_TIME_OUT = 1000  # the evaluation's --max_steps: no episode of a trained agent lasts that long
 VARIANTS = {"bootstrapped (keys read)": ["--bootstrap-truncation", "true"],
             "terminal (--bootstrap-truncation false)": ["--bootstrap-truncation", "false"]}
+CONTROL = "control (bootstrapped, no time-outs in training)"  # trains on no_time_out_launcher's game
+ALL = {**VARIANTS, CONTROL: ["--bootstrap-truncation", "true"]}
 WINDOW = 100  # episodes at the end, and in the curves' running mean
 GAMMA = 0.99  # ppo_godot.py's default --gamma, which both variants train with
 AT = (0, 10, 20, MAX_STEPS, 40, 60)  # actions taken in the episode at which V and G are compared (0: its start)
 
 
-def train(variant, seed, args, workdir):
-    """One training run on the time-out game; (the run's folder, its episodes' agent-steps and returns)."""
-    folder = Path(workdir) / f"{'terminal' if 'terminal' in variant else 'bootstrapped'}_{seed}"
+def train(variant, seed, args, workdir, launcher):
+    """One training run on the time-out game (the control: on `launcher`'s, without time-outs); (the run's folder,
+    its episodes' agent-steps and returns)."""
+    folder = Path(workdir) / f"{variant.split()[0]}_{seed}"
     folder.mkdir(parents=True)
     with open(folder / "train.log", "w") as log:  # no --port: each game on a free port that the system picks
-        subprocess.run([sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(GAME), "--seed", str(seed),
+        subprocess.run([sys.executable, str(REPO / "ppo_godot.py"),
+                        "--env-path", str(launcher if variant == CONTROL else GAME), "--seed", str(seed),
                         "--total-timesteps", str(args.total_timesteps), "--norm-reward", "false",
-                        *VARIANTS[variant], *shlex.split(args.ppo_args)],
+                        *ALL[variant], *shlex.split(args.ppo_args)],
                        cwd=folder, check=True, stdout=log, stderr=subprocess.STDOUT)
     run_dir = next(folder.glob("runs/*"))
     steps, returns = episode_curve(read_run(run_dir))
@@ -158,7 +171,8 @@ def table(rows, command):
              f"| variant | seed | return at the end (last {WINDOW} episodes) | {MAX_STEPS}-action states | "
              f"mean V there | mean G there | V - G there (bias) | abs(V - G) there | episode starts | "
              "V - G at the start | abs(V - G) at the start |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for variant in VARIANTS:
+    variants = [variant for variant in ALL if any(v == variant for v, _ in rows)]
+    for variant in variants:
         seeds = sorted(s for v, s in rows if v == variant)
         cells = []
         for seed in seeds:
@@ -177,7 +191,7 @@ def table(rows, command):
               "| variant | " + " | ".join(f"{at} actions" + (" (a time-out in training)" if at == MAX_STEPS else "")
                                          for at in AT) + " | episode length: median | episodes over "
               f"{MAX_STEPS} actions |", "|---" * (len(AT) + 3) + "|"]
-    for variant in VARIANTS:
+    for variant in variants:
         seeds = [row for (v, _), row in rows.items() if v == variant]
         cells = []
         for at in AT:
@@ -198,7 +212,8 @@ def plot(runs, rows, command, out):
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.3, 1]})
-    for variant in VARIANTS:
+    variants = [variant for variant in ALL if any(v == variant for v, _ in rows)]
+    for variant in variants:
         draw_seeds(left, variant, [(r["steps"], r["returns"]) for (v, _), r in runs.items() if v == variant], WINDOW)
     left.set_xlabel("agent-steps (all 16 agents)")
     left.set_ylabel(f"episodic return, time-out game\n(mean of the last {WINDOW} episodes)")
@@ -206,10 +221,11 @@ def plot(runs, rows, command, out):
     left.grid(alpha=0.3)
     left.legend(fontsize=8, loc="lower right")
     left.set_title(f"Learning, a time-out after {MAX_STEPS} actions", fontsize=9)
-    for k, variant in enumerate(VARIANTS):
+    for k, variant in enumerate(variants):
         bias = np.array([[np.subtract(*row[at]).mean() for at in AT] for (v, _), row in rows.items() if v == variant])
         mean = bias.mean(axis=0)
-        right.errorbar(np.array(AT) + (k - 0.5) * 1.2, mean, yerr=[mean - bias.min(axis=0), bias.max(axis=0) - mean],
+        shift = (k - (len(variants) - 1) / 2) * 1.2
+        right.errorbar(np.array(AT) + shift, mean, yerr=[mean - bias.min(axis=0), bias.max(axis=0) - mean],
                        fmt="o-", capsize=4, color=f"C{k}", label=variant)
     right.axhline(0, color="gray", linewidth=1)
     right.axvline(MAX_STEPS, color="gray", linestyle="--", linewidth=1,
@@ -233,16 +249,19 @@ def main(argv=None):
                    help=f"{MAX_STEPS}-action states per trained model at which V and G are compared")
     p.add_argument("--jobs", type=int, default=2, help="trainings at once (each a game and a trainer)")
     p.add_argument("--ppo-args", default="", help="more flags for both variants, quoted")
+    p.add_argument("--control", choices=("off", "add", "only"), default="off",
+                   help="the control, trained without time-outs: off, added to the two variants, or alone")
     p.add_argument("--out", default="godot_time_outs", help="results/<out>.md and figures/<out>.png")
     p.add_argument("--workdir", default=None, help="keep the runs here (default: a temporary folder)")
     args = p.parse_args(argv)
     command = "python benchmarks/godot_time_outs.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    jobs = [(variant, seed) for seed in range(1, args.seeds + 1) for variant in VARIANTS]
+    variants = {"off": list(VARIANTS), "add": list(ALL), "only": [CONTROL]}[args.control]
+    jobs = [(variant, seed) for seed in range(1, args.seeds + 1) for variant in variants]
     with tempfile.TemporaryDirectory() as temporary:
         workdir = args.workdir or temporary
-        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            runs = dict(zip(jobs, pool.map(lambda job: train(*job, args, workdir), jobs)))
         launcher = no_time_out_launcher(workdir)
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            runs = dict(zip(jobs, pool.map(lambda job: train(*job, args, workdir, launcher), jobs)))
         rows = {}
         for (variant, seed), run in runs.items():  # one at a time, in this process: the games' guards use signals
             rows[variant, seed] = {"final": run["final"],
@@ -250,7 +269,8 @@ def main(argv=None):
             v, g = rows[variant, seed][MAX_STEPS]
             print(f"{variant}, seed {seed}: return at the end {run['final']:.2f}, at {MAX_STEPS} actions "
                   f"V - G {np.mean(v - g):+.2f} over {len(v)} states", flush=True)
-    write_table(args.out, table(rows, command) + margin_lines(rows))
+    margins = margin_lines(rows) if args.control != "only" else []  # they judge the two variants
+    write_table(args.out, table(rows, command) + margins)
     plot(runs, rows, command, common.REPO / "benchmarks" / "figures" / f"{args.out}.png")
     return rows
 
