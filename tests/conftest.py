@@ -354,6 +354,43 @@ def listening(port=0):
     return listener
 
 
+@pytest.fixture
+def game():
+    """game(launcher, *flags): a demo game started as the trainer starts it, on a port the system picks, and
+    spoken to as the trainer does: (its env_info, its reply to reset, play(actions) -> its reply to one action
+    message). Every game it started is closed at the end, and none is left running."""
+    needs_godot()
+    started = []
+
+    def start(launcher, *flags):
+        with listening() as listener:
+            port = listener.getsockname()[1]
+            proc = subprocess.Popen([str(launcher), f"--port={port}", "--env_seed=3", "--fixed-fps", "60", *flags],
+                                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started.append([None, proc, port])
+            connected = started[-1][0] = ppo_godot.GuardedGodotEnv(listener, proc, 30)
+        connected._send_as_json({"type": "reset"})
+        first = ppo_godot.await_reply(connected, 10)
+
+        def play(actions):
+            connected._send_as_json({"type": "action", "action": actions})
+            return ppo_godot.await_reply(connected, 10)
+
+        return connected.env_info, first, play
+
+    yield start
+    for connected, proc, port in started:
+        try:
+            if connected is not None:
+                connected._send_as_json({"type": "close"})
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert not game_pids(port)
+
+
 def game_pids(port):
     """Game processes started for this port (or the next one): their whole command lines name it."""
     out = subprocess.run(["pgrep", "-f", "--", f"--port=({port}|{port + 1})( |$)"], capture_output=True, text=True)

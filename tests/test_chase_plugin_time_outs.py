@@ -2,14 +2,10 @@
 engine: each episode end sends what the plugin's pull request #65 sends with "Send Terminal Obs Info" on,
 in that agent's info: "terminal_observation", the final observation per key (taken before the reset on the
 spot), and "TimeLimit.truncated": true at a time-out only. Launcher: chase_plugin_time_outs.x86_64 (N = 30)."""
-import socket
-import subprocess
-
 import numpy as np
 import pytest
 
-import ppo_godot
-from conftest import REPO, game_pids, needs_godot
+from conftest import REPO
 
 CHASE = REPO / "godot" / "chase"
 N = 30  # chase_plugin_time_outs.x86_64's --max_steps
@@ -18,43 +14,10 @@ DECLARED = {"to_target": 2, "position": 2}  # the plugin mode's observation keys
 
 
 @pytest.fixture
-def chase():
-    """chase(launcher, *flags): the game's env_info, its reset reply, and play(actions) -> its step reply. Each
-    game connects to a socket that listens, on a port the system picks, before the game starts."""
-    needs_godot()
-    started = []
-
-    def start(launcher, *flags):
-        with socket.socket() as listener:
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(1)
-            port = listener.getsockname()[1]
-            proc = subprocess.Popen([str(CHASE / launcher), f"--port={port}", "--env_seed=3", "--fixed-fps", "60",
-                                     *flags], start_new_session=True, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-            started.append((None, proc, port))
-            game = ppo_godot.GuardedGodotEnv(listener, proc, 30)
-        started[-1] = (game, proc, port)
-        game._send_as_json({"type": "reset"})
-        first = ppo_godot.await_reply(game, 10)
-
-        def play(actions):
-            game._send_as_json({"type": "action", "action": actions})
-            return ppo_godot.await_reply(game, 10)
-
-        return game.env_info, first, play
-
-    yield start
-    for game, proc, port in started:
-        if game is not None:
-            game._send_as_json({"type": "close"})
-        try:
-            proc.wait(timeout=10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert not game_pids(port)
+def chase(game):
+    """chase(launcher, *flags): a Chase launcher's env_info, its reply to reset, and play(actions) (conftest's
+    game)."""
+    return lambda launcher, *flags: game(CHASE / launcher, *flags)
 
 
 def moves(observations, rng):

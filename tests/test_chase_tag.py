@@ -1,43 +1,19 @@
 """The Chase game's tag mode on the real engine (godot/chase/tag.gd): chasers and runners, two policies
 whose spaces differ, opposed rewards, and either side played by the game's own script."""
-import subprocess
 
 import numpy as np
 import pytest
 
-import ppo_godot
-from conftest import REPO, benchmark, game_pids, listening, needs_godot
+from conftest import REPO, benchmark, game_pids, needs_godot
 
 GAME = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
 STILL = {"chaser": {"move": 0}, "runner": {"move": [0.0, 0.0]}}  # each side's action that stays put
 
 
 @pytest.fixture
-def tag_game(port):
-    """tag_game(*flags): the game's env_info, and play(actions) -> its reply to one action message."""
-    needs_godot()
-    started = []
-
-    def start(*flags):
-        with listening(port) as listener:
-            proc = subprocess.Popen([GAME, f"--port={port}", "--env_seed=3", "--fixed-fps", "60", *flags],
-                                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            game = ppo_godot.GuardedGodotEnv(listener, proc, 30)
-        started.append((game, proc))
-        game._send_as_json({"type": "reset"})
-        first = ppo_godot.await_reply(game, 10)
-
-        def play(actions):
-            game._send_as_json({"type": "action", "action": actions})
-            return ppo_godot.await_reply(game, 10)
-
-        return game.env_info, first, play
-
-    yield start
-    for game, proc in started:
-        game._send_as_json({"type": "close"})
-        proc.wait(timeout=10)
-    assert not game_pids(port)
+def tag_game(game):
+    """tag_game(*flags): the tag game's env_info, its reply to reset, and play(actions) (conftest's game)."""
+    return lambda *flags: game(GAME, *flags)
 
 
 def test_two_policies_with_different_spaces_in_one_game(tag_game):
