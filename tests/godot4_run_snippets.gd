@@ -1,19 +1,47 @@
 extends Node
 # Runs the docs' Godot 4 GDScript snippets on Godot 4.6 (tests/test_gdscript_snippets.py packs it as main.gd,
-# beside stand-ins of the plugin's classes). res://cases.json: a list of {"script": the res:// path of the
-# controller (a snippet, or a host file around it), "children": [[node name, res:// script]], "check": what
-# to do with it}. For each case one printed line, the JSON of what the controller answered; then DONE.
+# beside the plugin's addon from tests/godot4_plugin.py: its stand-ins, or the real plugin's controllers and
+# sensors). res://cases.json: a list of {"script": the res:// path of the controller (a snippet, or a host file
+# around it), "body": null or [the class of the node the controller sits under, its velocity], "sensors": the
+# res:// paths of the plugin's sensor scenes, each instanced as a child of the controller (it takes the scene's
+# root name, as when a user adds the scene), "target": null or the position of a Node3D the controller's
+# exported `target` is set to (the inspector's work), "check": what to do with it}. For each case one printed
+# line, the JSON of what the controller answered; then DONE.
+
+const SYNC = "res://addons/godot_rl_agents/sync.gd"
 
 
 func _ready():
 	var cases = JSON.parse_string(FileAccess.get_file_as_string("res://cases.json"))
 	for case in cases:
+		if case["check"] == "ends episodes":  # a game around the controller, read by the Sync node
+			var answer = {}
+			for controller_script in [case["script"], case["plugin_only"]]:
+				var runs = {}
+				for sync_first in [false, true]:
+					runs["sync first" if sync_first else "sync last"] = await ends_episodes(
+						load(controller_script).new(), sync_first, {1: 20, 3: 9})
+				answer["snippet" if controller_script == case["script"] else "plugin only"] = runs
+			answer["early end"] = await ends_episodes(load(case["script"]).new(), false, {1: 5})
+			print(JSON.stringify(answer, "", false, true))
+			continue
 		var controller = load(case["script"]).new()
-		for child in case["children"]:
-			var node = load(child[1]).new()
-			node.name = child[0]
-			controller.add_child(node)
-		add_child(controller)  # _ready runs: its @onready children are found
+		for scene in case["sensors"]:
+			controller.add_child(load(scene).instantiate())
+		var top = controller
+		if case["body"]:
+			top = ClassDB.instantiate(case["body"][0])
+			var v = case["body"][1]
+			top.velocity = Vector3(v[0], v[1], v[2])
+			top.add_child(controller)
+		var target = null
+		if case["target"]:
+			var p = case["target"]
+			target = Node3D.new()
+			target.position = Vector3(p[0], p[1], p[2])
+			add_child(target)
+			controller.target = target
+		add_child(top)  # _ready runs: its @onready children are found
 		var answer = {}
 		match case["check"]:
 			"plays":  # the shipping controller: 20 physics ticks with its policy
@@ -48,28 +76,25 @@ func _ready():
 				controller.set_action()
 				answer["no key"] = controller.get_action()
 			"observes":
-				answer = {"obs": controller.get_obs(), "space": controller.get_obs_space()}
-			"ends episodes":  # a game around the controller, and what the Sync node reads, in both orders
-				remove_child(controller)
-				controller.free()
-				for controller_script in [case["script"], case["plugin_only"]]:
-					var runs = {}
-					for sync_first in [false, true]:
-						runs["sync first" if sync_first else "sync last"] = await ends_episodes(
-							load(controller_script).new(), sync_first)
-					answer["snippet" if controller_script == case["script"] else "plugin only"] = runs
+				answer = {"obs": controller.get_obs(), "space": controller.get_obs_space(),
+					"sensors": controller.get_children().map(func(node): return node.name)}
+		remove_child(top)  # the next case starts without it (a Sync node collects every agent in the tree)
+		top.free()
+		if target:
+			remove_child(target)
+			target.free()
 		print(JSON.stringify(answer, "", false, true))
 	print("DONE")
 
 
 
 class Player extends Node3D:
-	# The game: its state moves one step a tick; episode 0 reaches its goal at step 13, episode 2 at step 9,
-	# the others never (a time-out). It resets as CUSTOM_ENV.md's player does: at the start of its
+	# The game: its state moves one step a tick; an episode in goals ({episode: step}) reaches its goal at that
+	# step, the others never (a time-out). It resets as CUSTOM_ENV.md's player does: at the start of its
 	# _physics_process when it sees needs_reset (it is the controller's parent: its _physics_process runs first).
 	var x := 0
 	var episode := 0
-	var goals = {0: 13, 2: 9}
+	var goals = {}
 	var controller
 	var finals = []  # each episode's last observation, taken just before the game resets
 
@@ -89,57 +114,25 @@ class Player extends Node3D:
 				controller.needs_reset = true
 
 
-class SyncReads extends Node:
-	# What sync.gd (bf5d6a2) reads from its training agents, when and in which order: _physics_process runs
-	# _training_process every action_repeat ticks, which reads _get_obs_from_agents, _get_info_from_agents,
-	# then (for a step) _get_reward_from_agents and _get_done_from_agents. Its first read answers Python's
-	# reset here; the socket, the pause and the actions are left out.
-	var action_repeat := 8
-	var n_action_steps := 0
-	var agents = []
-	var messages = []
-
-	func _physics_process(_delta):
-		if n_action_steps % action_repeat != 0:
-			n_action_steps += 1
-			return
-		n_action_steps += 1
-		var obs = []
-		var info = []
-		for agent in agents:
-			obs.append(agent.get_obs())
-		for agent in agents:
-			info.append(agent.get_info())
-		var message = {"tick": Engine.get_physics_frames(), "obs": obs, "info": info}
-		if n_action_steps > 1:
-			var done = []
-			for agent in agents:
-				agent.get_reward()
-				agent.zero_reward()
-				done.append(agent.get_done())
-				if agent.get_done():
-					agent.set_done_false()
-			message["done"] = done
-		messages.append(message)
-
-
-func ends_episodes(controller, sync_first):
-	# 60 physics ticks of a game of one agent: the Sync node before or after the game in the tree
+func ends_episodes(controller, sync_first, goals):
+	# 72 physics ticks of a game of one agent, with the plugin's Sync node (tests/godot4_plugin.py's stand-in:
+	# Python's reset at its first read sets needs_reset, so episode 0 is cut short and episode 1 is the first
+	# the trainer sees) before or after the game in the tree
 	var game = Node.new()
 	var player = Player.new()
-	var sync = SyncReads.new()
+	var sync = load(SYNC).new()
 	player.controller = controller
-	sync.agents = [controller]
+	player.goals = goals
 	player.add_child(controller)
 	if sync_first:
 		game.add_child(sync)
 	game.add_child(player)
 	if not sync_first:
 		game.add_child(sync)
-	add_child(game)
-	for _tick in range(60):
+	add_child(game)  # the Sync node collects its agents once the game is ready
+	for _tick in range(72):
 		await get_tree().physics_frame
-	var out = {"messages": sync.messages, "finals": player.finals}
+	var out = {"messages": sync.messages, "finals": player.finals, "agents": len(sync.agents)}
 	remove_child(game)
 	game.free()
 	return out
