@@ -31,6 +31,10 @@ extends Node
 # --autoreset_mode=next_step|same_step (discrete, multidiscrete and continuous only), --max_steps=N
 # (rules.gd: the time-out, 100 actions by default; not in tag mode), --terminal_obs=true (plugin only).
 #
+# --tick_cost_ms=N makes a slow game: every physics tick first spends N ms of real CPU time in a busy loop
+# (not a sleep, which would leave the core to others), as a game with heavy physics or AI would. Nothing
+# it sends changes: rules, rewards, observations and the random draws are the same with and without it.
+#
 # --observation=camera (discrete, multidiscrete and continuous only): each agent sees its arena from
 # above through a CAMERA x CAMERA viewport, as the plugin's RGBCameraSensor2D sends it: the key
 # camera_2d declared [3, H, W], the value the hex of the image's H x W x 3 bytes (row by row, RGB),
@@ -74,6 +78,7 @@ var terminal_obs = false  # --terminal_obs=true: plugin's info tells each end (P
 var action_repeat = 1
 var tick_in_action = 0
 var waiting_for_reply = false
+var tick_cost_usec = 0  # --tick_cost_ms: microseconds of busy CPU each physics tick spends
 
 var args = {}  # the command line's --key=value arguments
 var camera = false  # --observation=camera
@@ -98,6 +103,7 @@ func _ready():
 			args[parts[0]] = parts[1]
 	port = int(args.get("port", "11008"))
 	action_repeat = max(1, int(args.get("action_repeat", "1")))
+	tick_cost_usec = max(0, int(float(args.get("tick_cost_ms", "0")) * 1000))
 	rules = load(rules_path).new()
 	rules.start(args)
 	n_agents = rules.n_agents
@@ -223,6 +229,8 @@ func act_alone():
 
 
 func _physics_process(_delta):
+	if tick_cost_usec > 0:
+		spend_tick_cost()
 	if recording != "":
 		if tick_in_action == 0:
 			act_recording()
@@ -254,6 +262,13 @@ func _physics_process(_delta):
 			return
 	rules.tick_all()
 	tick_in_action = (tick_in_action + 1) % action_repeat
+
+
+func spend_tick_cost():
+	# busy until tick_cost_usec have passed on the clock: a busy core, as a slow game's own work keeps it
+	var until = OS.get_ticks_usec() + tick_cost_usec
+	while OS.get_ticks_usec() < until:
+		pass
 
 
 func handle_messages_until_action():
