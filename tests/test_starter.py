@@ -19,6 +19,7 @@ import godot4_web
 import ppo_godot
 from conftest import REPO
 
+pytestmark = pytest.mark.xdist_group("starter")  # one worker runs the module: its two Godot runs happen once
 STARTER = REPO / "godot" / "starter"
 LAYOUT, HEADS = [("obs", (4,))], [("move", "discrete", 5)]  # what ai_controller.gd declares
 DIRECTIONS = [[0, 0], [0, -1], [0, 1], [-1, 0], [1, 0]]  # the action "move": stay, up, down, left, right
