@@ -88,7 +88,8 @@ const MINOR_VERSION := "7"
 # trainer is gone). Synchronous, so the game waits for the trainer as it does on a socket.
 const EXCHANGE_JS := "(function (body) { var request = new XMLHttpRequest(); request.open('POST', '/sync', false); try { request.send(body); } catch (error) { return ''; } return request.status == 200 ? request.responseText : ''; })(%s)"
 
-var agents: Array = []  # the training agents, in the AGENT group's order
+var all_agents: Array = []  # the AGENT group, once, after the parent's ready
+var agents: Array = []  # the training agents among them, in the group's order
 var outbox := PackedStringArray()  # messages for Python, sent with the next exchange
 var connected := false
 var args := {}
@@ -120,7 +121,8 @@ func _initialize():
 	seed(int(args.get("env_seed", "1")))
 	print("physics ticks a second ", Engine.physics_ticks_per_second, ", time scale ", Engine.time_scale,
 		", at most ", Engine.max_physics_steps_per_frame, " a frame, action_repeat ", action_repeat)
-	for agent in get_tree().get_nodes_in_group("AGENT"):
+	all_agents = get_tree().get_nodes_in_group("AGENT")
+	for agent in all_agents:
 		if agent.control_mode == agent.ControlModes.INHERIT_FROM_SYNC:
 			agent.control_mode = agent.ControlModes.TRAINING
 		agent.set_heuristic("human")
@@ -195,7 +197,7 @@ func _handle(message):
 		"close":
 			_stop("the trainer closed")
 		"reset":
-			for agent in agents:
+			for agent in all_agents:
 				agent.needs_reset = true
 			reply_reset = true
 			get_tree().paused = false
@@ -207,7 +209,7 @@ func _handle(message):
 			get_tree().paused = false
 		"call":
 			var returns := []
-			for agent in agents:
+			for agent in all_agents:
 				returns.append(agent.call(message["method"]))
 			_post({"type": "call", "returns": returns})
 			_handle(_exchange())
@@ -648,13 +650,14 @@ def relay_numbers(relay, lines):
                 n_agents=tally.n_agents, span=span, relay_sps=tally.agent_steps / span,
                 trainer_share=tally.trainer_s / span, ticks_per_s=speed["ticks"] / speed["s"],
                 exchange_ms=1000 * speed["exchange_s"] / speed["exchanges"],
+                exchanges_per_s=speed["exchanges"] / speed["s"],
                 exchange_share=speed["exchange_s"] / speed["s"])
 
 
-def baseline(files, policy, args):
+def baseline(files, policy, args, speedup=None, agent_steps=None):
     """A policy played here (PolicyTrainer) through the same relay and pack, for args.baseline_steps agent-steps."""
-    relay, lines = play(files, [f"--speedup={args.speedup}", "--env_seed=1"],
-                        PolicyTrainer(policy, args.baseline_steps, seed=0), args.timeout)
+    relay, lines = play(files, [f"--speedup={speedup or args.speedup}", "--env_seed=1"],
+                        PolicyTrainer(policy, agent_steps or args.baseline_steps, seed=0), args.timeout)
     if relay.error or not any(text == DONE for _, text in lines):
         raise RuntimeError(f"the baseline did not finish (relay: {relay.error}): {lines[-5:]}")
     return relay_numbers(relay, lines)
@@ -680,7 +683,7 @@ def first_reach(steps, returns, threshold, n=WINDOW):
     return None
 
 
-def report(args, command, baselines, runs):
+def report(args, command, baselines, sweep, runs):
     scripted, randomly = (last(baselines[name]["episodes"], len(baselines[name]["episodes"]))
                           for name in ("scripted", "random"))
     target = PREDICTED_SHARE * scripted[0]
@@ -688,6 +691,19 @@ def report(args, command, baselines, runs):
              f"--seed, --total-timesteps, --port, --log-dir and --connect-timeout; {args.copies} copies of the "
              f"starter's level, one agent each; the page's --speedup={args.speedup}; Godot 4.6's web template in "
              f"headless Chromium, 2 cores shared with other work)", "",
+             "What is stood in, and what that may change: the game is godot/starter's files as they are, but for "
+             "three things in the pack. (1) The Sync node is SYNC_GD (benchmarks/starter_learns.py), which does what "
+             "the plugin's sync.gd does in training mode, in its order, but talks to ppo_godot.py through a "
+             "synchronous HTTP request per exchange and a relay, instead of a TCP socket; the messages ppo_godot.py "
+             "reads and writes are the plugin's. (2) The AIController2D is tests/godot4_plugin.py's stand-in, "
+             "written from the plugin's API. (3) The engine is Godot 4.6's official web template in headless "
+             "Chromium, not a native export; its physics is the same engine's, and it runs at most one frame per "
+             "browser animation frame (about 60 a second), so the stand-in lets a frame hold speed_up physics "
+             "ticks (Engine.max_physics_steps_per_frame), which the plugin leaves at 8. Each physics tick is 1/60 s "
+             "of game time at any speed_up. These change the speed (agent-steps a second, set here by the exchanges' "
+             "cost), not the messages, so not what is learned from them. The level, train.tscn without its Sync "
+             f"node, runs {args.copies} times side by side, 1,000 px apart (the arena is 400): one agent each. The "
+             "starter seeds its own RandomNumberGenerator randomly, so no run repeats exactly.", "",
              "Baselines, played through the same relay and pack (every episode they finished):", "",
              "| policy | episodes | mean return | reached the goal | timed out | mean length (actions) | "
              "agent-steps/s (the bridge, no learning) |", "|---|---|---|---|---|---|---|"]
@@ -695,19 +711,28 @@ def report(args, command, baselines, runs):
         ret, goal, length = last(numbers["episodes"], len(numbers["episodes"]))
         lines.append(f"| {name} | {len(numbers['episodes']):,} | {ret:.3f} | {goal:.1%} | {1 - goal:.1%} | "
                      f"{length:.1f} | {numbers['relay_sps']:,.0f} |")
+    lines += ["", f"The bridge's speed at each speed_up (the page's --speedup; the Sync stand-in sets physics_ticks_per_second "
+              "to 60 x speed_up, as the plugin does, and max_physics_steps_per_frame to speed_up, at least Godot's "
+              f"default 8), the random policy for {args.sweep_steps:,} agent-steps, no learning:", "",
+              "| speed_up | physics ticks a frame at most | physics ticks/s | exchanges/s | one exchange (ms) | "
+              "agent-steps/s |", "|---|---|---|---|---|---|"]
+    for speedup, numbers in sweep.items():
+        lines.append(f"| {speedup} | {max(8, speedup)} | {numbers['ticks_per_s']:,.0f} | "
+                     f"{numbers['exchanges_per_s']:,.0f} | {numbers['exchange_ms']:.1f} | "
+                     f"{numbers['relay_sps']:,.0f} |")
     lines += ["", f"Training, seed by seed (the last {WINDOW} episodes; \"of scripted\": their mean return over the "
               "scripted policy's):", "",
-              "| seed | agent-steps | wall (min) | agent-steps/s (ppo_godot.py's SPS) | first 100 episodes | "
+              "| seed | agent-steps | wall (min) | agent-steps/s (ppo_godot.py's SPS) | "
               f"last {WINDOW} episodes | of scripted | reached the goal | mean length (actions) | "
               f"first reaches {PREDICTED_SHARE:.0%} of scripted at | episodes (relay = TensorBoard) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for seed, run in runs.items():
         ret, goal, length = last(run["episodes"])
         reach = first_reach(run["steps"], run["returns"], target)
         agree = len(run["episodes"]) == len(run["returns"]) and np.allclose(run["episodes"][:, 1], run["returns"],
                                                                              atol=1e-4)
         lines.append(f"| {seed} | {run['agent_steps']:,} | {run['wall'] / 60:.1f} | {run['sps']:,.0f} | "
-                     f"{run['returns'][:WINDOW].mean():.3f} | {ret:.3f} | {ret / scripted[0]:.0%} | {goal:.1%} | "
+                     f"{ret:.3f} | {ret / scripted[0]:.0%} | {goal:.1%} | "
                      f"{length:.1f} | {'never' if reach is None else f'{reach:,}'} | "
                      f"{len(run['returns']):,} ({'yes' if agree else 'NO'}) |")
     marks = [m for m in CHECKPOINTS if m <= args.total_timesteps]
@@ -774,12 +799,17 @@ def main():
     p.add_argument("--speedup", type=int, default=256,
                    help="the Sync node's speed_up (the page's --speedup): physics ticks per 1/60 s, and per frame")
     p.add_argument("--baseline-steps", type=int, default=64_000, help="agent-steps each baseline plays")
+    p.add_argument("--sweep", type=int, nargs="*", default=[1, 8, 64, 256],
+                   help="speed_up values at which the random policy's speed is measured first")
+    p.add_argument("--sweep-steps", type=int, default=8192, help="agent-steps at each of them")
     p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py")
     p.add_argument("--timeout", type=float, default=3600, help="seconds one run may take")
     p.add_argument("--workdir", default=None, help="where the runs go (default: a new folder in /tmp)")
     p.add_argument("--out", default="starter_learns", help="results/<out>.md")
     p.add_argument("--figure", default=True, type=lambda v: v.lower() != "false", help="false: no figure")
     args = p.parse_args()
+    if args.seeds < 1:
+        p.error("--seeds must be at least 1")
     lacking = [name for name in web.ENGINE if not (TEMPLATE / name).is_file()]
     if lacking or not os.access(web.CHROMIUM, os.X_OK):
         sys.exit(f"needs Debian's Chromium and the Godot 4.6 web template ({', '.join(lacking) or 'there'}): "
@@ -793,13 +823,18 @@ def main():
         ret, goal, length = last(baselines[name]["episodes"], len(baselines[name]["episodes"]))
         print(f"{name}: {ret:.3f} per episode, the goal in {goal:.1%}, {length:.1f} actions, "
               f"{baselines[name]['relay_sps']:,.0f} agent-steps/s", flush=True)
+    sweep = {}
+    for speedup in args.sweep:  # the random policy's speed at each speed_up: the physics ticks a frame may hold
+        sweep[speedup] = baseline(files, random_policy, args, speedup, agent_steps=args.sweep_steps)
+        print(f"--speedup={speedup}: {sweep[speedup]['ticks_per_s']:,.0f} ticks/s, "
+              f"{sweep[speedup]['relay_sps']:,.0f} agent-steps/s", flush=True)
     runs = {}
     for seed in range(1, args.seeds + 1):
         runs[seed] = train(files, seed, args, workdir / f"seed{seed}")
         ret, goal, length = last(runs[seed]["episodes"])
         print(f"seed {seed}: the last {WINDOW} episodes {ret:.3f}, the goal in {goal:.1%}; "
               f"{runs[seed]['sps']:,.0f} agent-steps/s, {runs[seed]['wall'] / 60:.1f} min", flush=True)
-    write_table(args.out, report(args, command, baselines, runs))
+    write_table(args.out, report(args, command, baselines, sweep, runs))
     if args.figure:
         figure(args, command, baselines, runs)
 
