@@ -710,8 +710,9 @@ def parse_and_check(p, flag, argv):
     p.add_argument("--port", type=int, default=None,
                    help="the first game's TCP port, then port+1, ...; unset: a free port for each game of --env-path, "
                         "11008 for the editor")
-    p.add_argument("--speedup", type=int, default=None,
-                   help="game time runs this many times faster; unset: the game's own")
+    p.add_argument("--speedup", type=float, default=None,
+                   help="game time runs this many times faster (a fraction too: the plugin's sync.gd reads a float; "
+                        "the Godot 3 demo game takes its whole part, at least 1); unset: the game's own")
     p.add_argument("--framerate", type=int, default=60,
                    help="frames per game second, run as fast as training goes instead of with the clock (Godot's "
                         "--fixed-fps; the physics step stays the game's own); 0: real time")
@@ -743,6 +744,8 @@ def parse_and_check(p, flag, argv):
                  "lstm_hidden_size"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.speedup is not None and not 0 < args.speedup < math.inf:  # nan and inf pass the check above
+        fail(f"--speedup must be a positive number, got {args.speedup}")
     if args.num_steps < 2:  # a 1-step sequence can be an autoreset row alone, with nothing to replay
         fail(f"--num-steps {args.num_steps}: {os.path.basename(__file__)} needs sequences of at least 2 steps")
     if args.framerate < 0:
@@ -1481,7 +1484,7 @@ def connect(args, port, seed, procs):
             if args.action_repeat:
                 command.append(f"--action_repeat={args.action_repeat}")
             if args.speedup:
-                command.append(f"--speedup={args.speedup}")
+                command.append(f"--speedup={args.speedup:g}")  # 8, not 8.0: as an int flag gave it
             log, log_path, temporary = open_game_log(args, port)
             with log:  # the game writes its own output (the engine's lines) there, not on our console
                 procs.append(subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
