@@ -1,0 +1,251 @@
+"""The pages' facts about the Godot RL Agents plugin (Godot 4), pinned. Every line number a page cites in one of
+the plugin's files, and every plugin function it names, is in a table below with words those lines hold at the
+plugin's commit bf5d6a2 (checked by hand in a clone; CUSTOM_ENV.md is godot_rl_agents' at a314cc4): a page
+that cites anything else fails here, and so does a table entry no page cites any more. With GODOT_RL_PLUGIN set
+to a checkout's addons/godot_rl_agents folder, the table is checked against the real files. Also pinned: the
+plugin's scene root names and class names, in tests/godot4_plugin.py's stand-ins and in the snippets' `$` paths;
+the pages' `--policy=` paths (absolute or res://: a relative path is read inside the game's project, res://);
+`--speedup` taken as a float, as the plugin's sync.gd reads it."""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import godot4_plugin
+from conftest import REPO, assert_one_line_error, run_script
+
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# The plugin's files the pages cite, by the name a page uses, and where each lies from the addon folder
+# (None: outside the plugin, godot_rl_agents' docs/CUSTOM_ENV.md at a314cc4)
+FILES = {
+    "sync.gd": "sync.gd",
+    "ai_controller_2d.gd": "controller/ai_controller_2d.gd",
+    "ai_controller_3d.gd": "controller/ai_controller_3d.gd",
+    "ONNX_wrapper.gd": "onnx/wrapper/ONNX_wrapper.gd",
+    "ONNXInference.cs": "onnx/csharp/ONNXInference.cs",
+    "RGBCameraSensor2D.gd": "sensors/sensors_2d/RGBCameraSensor2D.gd",
+    "RGBCameraSensor3D.gd": "sensors/sensors_3d/RGBCameraSensor3D.gd",
+    "RaycastSensor3D.gd": "sensors/sensors_3d/RaycastSensor3D.gd",
+    "RaycastSensor3D.tscn": "sensors/sensors_3d/RaycastSensor3D.tscn",
+    "Godot RL Agents.csproj": "../../Godot RL Agents.csproj",  # the plugin repository's root
+    "CUSTOM_ENV.md": None,
+}
+# (file, lines): words those lines hold
+CITED = {
+    ("sync.gd", "6-10"): ["enum ControlModes", "ONNX_INFERENCE"],
+    ("sync.gd", "13"): ["var action_repeat := 8"],
+    ("sync.gd", "15"): ["var speed_up := 1.0"],
+    ("sync.gd", "17"): ['var onnx_model_path := ""'],
+    ("sync.gd", "64-69"): ["set_pause(true)", "create_timer(1.0)", "set_pause(false)"],
+    ("sync.gd", "75"): ["physics_ticks_per_second = _get_speedup() * 60"],
+    ("sync.gd", "75-76"): ["physics_ticks_per_second", "time_scale = _get_speedup()"],
+    ("sync.gd", "103-112"): ["connect_to_server()", '_set_heuristic("model", agents_training)', "push_warning"],
+    ("sync.gd", "105"): ['_set_heuristic("model", agents_training)'],
+    ("sync.gd", "117-121"): ["control_mode == ControlModes.ONNX_INFERENCE", "FileAccess.file_exists(onnx_model_path)"],
+    ("sync.gd", "118-121"): ["assert(", "FileAccess.file_exists(onnx_model_path)"],
+    ("sync.gd", "129-145"): ["agent.onnx_model_path.is_empty()", "onnx_models[onnx_model_path]"],
+    ("sync.gd", "130-139"): ["assert(", "onnx_models.has(onnx_model_path)"],
+    ("sync.gd", "146-156"): ["onnx_models.has(agent.onnx_model_path)", "ONNXModel.new(agent.onnx_model_path, 1)"],
+    ("sync.gd", "148-154"): ["assert(", "FileAccess.file_exists(agent.onnx_model_path)"],
+    ("sync.gd", "162"): ['_set_heuristic("model", agents_inference)'],
+    ("sync.gd", "189-197"): ["n_action_steps % action_repeat != 0", "_training_process()", "_inference_process()"],
+    ("sync.gd", "241"): ["_set_agent_actions(actions, agents_inference)"],
+    ("sync.gd", "299"): ["largest_logit: float = -INF"],
+    ("sync.gd", "363"): ['get_nodes_in_group("AGENT")'],
+    ("sync.gd", "485-487"): ["DEFAULT_SEED", "seed(_seed)"],
+    ("sync.gd", "584-591"): ["func _get_done_from_agents", "agent.set_done_false()"],
+    ("sync.gd", "594-596"): ["func _set_agent_actions", "set_action(actions[i])"],
+    ("ai_controller_3d.gd", "13"): ['var onnx_model_path := ""'],
+    ("ai_controller_3d.gd", "15"): ["var reset_after := 1000"],
+    ("ai_controller_3d.gd", "35"): ['var heuristic := "human"'],
+    ("ai_controller_3d.gd", "45"): ['add_to_group("AGENT")'],
+    ("ai_controller_3d.gd", "98-101"): ["func _physics_process", "n_steps > reset_after", "needs_reset = true"],
+    ("ai_controller_2d.gd", "104-109"): ["func get_obs_space", '"obs": {"size": [len(obs["obs"])], "space": "box"}'],
+    ("ONNX_wrapper.gd", "3"): ['load("res://addons/godot_rl_agents/onnx/csharp/ONNXInference.cs")'],
+    ("ONNXInference.cs", "104"): ["FileAccess.Open(Path"],
+    ("ONNXInference.cs", "105"): ["file.GetBuffer"],
+    ("RGBCameraSensor2D.gd", "42"): ["preview_size = displayed_image_scale_factor * resized_image_resolution"],
+    ("RGBCameraSensor3D.gd", "53-63"): ["func get_camera_shape", "[4, size.y, size.x]", "[3, size.y, size.x]"],
+    ("Godot RL Agents.csproj", "3"): ["<TargetFramework>net6.0</TargetFramework>"],
+    ("Godot RL Agents.csproj", "8"): ['"Microsoft.ML.OnnxRuntime" Version="1.15.1"'],
+    ("CUSTOM_ENV.md", "95-96"): ["func _ready():", "pass"],
+    ("CUSTOM_ENV.md", "103"): ["delete this code"],
+    ("CUSTOM_ENV.md", "148-156"): ["func game_over():", "ai_controller.needs_reset = true", "ai_controller.reset()"],
+    ("CUSTOM_ENV.md", "159"): ['ai_controller.heuristic == "human"'],
+    ("CUSTOM_ENV.md", "188"): ["add an `AGENT` group"],
+}
+# The plugin functions the pages name (in backticks), and the file that defines each
+FUNCTIONS = {
+    "_initialize": "sync.gd", "_initialize_training_agents": "sync.gd", "_initialize_inference_agents": "sync.gd",
+    "_get_agents": "sync.gd", "_set_agent_mode": "sync.gd", "_training_process": "sync.gd",
+    "_inference_process": "sync.gd", "_heuristic_process": "sync.gd", "_reset_agents_if_done": "sync.gd",
+    "_get_obs_from_agents": "sync.gd", "_get_info_from_agents": "sync.gd", "_get_reward_from_agents": "sync.gd",
+    "_get_done_from_agents": "sync.gd", "_get_speedup": "sync.gd", "_set_action_repeat": "sync.gd",
+    "RunInference": "ONNXInference.cs",
+}
+GODOT_CALLBACKS = {"_ready", "_physics_process", "_process", "_init", "_notification"}  # any node's, not cited
+# The plugin's sensor scenes: root node name and type, its script and the script's class (at bf5d6a2)
+SCENES = {
+    "sensors/sensors_2d/RGBCameraSensor2D.tscn": ("RGBCameraSensor2D", "Node2D", "RGBCameraSensor2D"),
+    "sensors/sensors_3d/RGBCameraSensor3D.tscn": ("RGBCameraSensor3D", "Node3D", "RGBCameraSensor3D"),
+    "sensors/sensors_3d/RaycastSensor3D.tscn": ("RaycastSensor3D", "Node3D", "RayCastSensor3D"),
+}
+# The plugin's scripts the stand-ins take the place of: class_name and what it extends
+CLASSES = {
+    "sync.gd": ("Sync", "Node"),
+    "controller/ai_controller_2d.gd": ("AIController2D", "Node2D"),
+    "controller/ai_controller_3d.gd": ("AIController3D", "Node3D"),
+    "onnx/wrapper/ONNX_wrapper.gd": ("ONNXModel", "Resource"),
+    "sensors/sensors_2d/RGBCameraSensor2D.gd": ("RGBCameraSensor2D", "Node2D"),
+    "sensors/sensors_3d/RGBCameraSensor3D.gd": ("RGBCameraSensor3D", "Node3D"),
+    "sensors/sensors_3d/ISensor3D.gd": ("ISensor3D", "Node3D"),
+    "sensors/sensors_3d/RaycastSensor3D.gd": ("RayCastSensor3D", "ISensor3D"),
+}
+REAL_PLUGIN = "GODOT_RL_PLUGIN"
+FILE_NAME = r"Godot RL Agents\.csproj|[\w./-]+\.(?:py|gd|md|cs|tscn)\b"  # a file a page names (its path's last part)
+LINES = r"\blines?\s+(\d+(?:-\d+)?(?:(?:,\s+|\s+and\s+)\d+(?:-\d+)?)*)"
+
+
+def cited_lines(pages=PAGES):
+    """{(file, lines): [(page, line on the page)]}: each "line N" / "lines N-M, K and L" on a page, taken with
+    the nearest file named before it in its section, when that file is the plugin's."""
+    found = {}
+    for page in pages:
+        text = page.read_text()
+        for match in re.finditer(LINES, text):
+            section = text[:match.start()].rsplit("\n#", 1)[-1]
+            named = re.findall(FILE_NAME, section)
+            name = named[-1].rsplit("/", 1)[-1] if named else None
+            if name not in FILES:
+                continue  # the script's own files, or no file
+            for lines in re.split(r",\s+|\s+and\s+", match.group(1)):
+                found.setdefault((name, lines), []).append((page.name, text[:match.start()].count("\n") + 1))
+    return found
+
+
+def named_functions():
+    """{function: [page]}: each backticked plugin-like function name (a leading underscore, or one of FUNCTIONS)
+    on a page, outside its code blocks."""
+    found = {}
+    for page in PAGES:
+        text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+        for name in re.findall(r"`(_\w+|{})(?:\(\))?`".format("|".join(FUNCTIONS)), text):
+            found.setdefault(name, []).append(page.name)
+    return found
+
+
+def test_every_plugin_line_a_page_cites_is_in_the_table():
+    cited = cited_lines()
+    assert {k: v for k, v in cited.items() if k not in CITED} == {}, "cited, not in CITED: check it, then add it"
+    assert [k for k in CITED if k not in cited] == [], "in CITED, cited by no page any more"
+
+
+def test_every_plugin_function_a_page_names_is_in_the_table():
+    named = named_functions()
+    assert {k: v for k, v in named.items() if k not in FUNCTIONS and k not in GODOT_CALLBACKS} == {}
+    assert [k for k in FUNCTIONS if k not in named] == [], "in FUNCTIONS, named by no page any more"
+
+
+def test_a_citation_to_an_unknown_range_is_found(tmp_path):
+    """The check itself: a page citing sync.gd's lines 96-114 (a range the pages once gave) is caught."""
+    page = tmp_path / "page.md"
+    page.write_text("## A section\n\nIt connects (`sync.gd`'s `_initialize_training_agents`, lines 96-114), and "
+                    "`ppo_godot.py` line 12 is not the plugin's.\n")
+    assert cited_lines([page]) == {("sync.gd", "96-114"): [("page.md", 3)]}
+
+
+def scene_root(text):
+    """A .tscn's root node: (name, type), and the path of its script."""
+    node = re.search(r'^\[node name="([^"]+)" type="(\w+)"\]', text, re.M)
+    script = re.search(r'^\[ext_resource type="Script" path="res://([^"]+)"', text, re.M)
+    return node.group(1), node.group(2), script.group(1)
+
+
+def script_class(text):
+    return re.search(r"^class_name (\w+)", text, re.M).group(1), re.search(r"^extends (\w+)", text, re.M).group(1)
+
+
+def check_addon(files, folder=godot4_plugin.ADDON):
+    """The scenes' root names and types, their scripts' paths and classes, the scripts' class names and bases."""
+    for path, (name, node_type, class_name) in SCENES.items():
+        root, root_type, script = scene_root(files[f"{folder}/{path}"])
+        assert (root, root_type) == (name, node_type), path
+        assert script == f"{godot4_plugin.ADDON}/{path.removesuffix('.tscn')}.gd", path
+        assert script_class(files[script])[0] == class_name, path
+    for path, expected in CLASSES.items():
+        assert script_class(files[f"{folder}/{path}"]) == expected, path
+
+
+def test_the_stand_ins_have_the_plugins_paths_scene_roots_and_class_names():
+    check_addon(godot4_plugin.addon_files())
+
+
+def test_the_snippets_name_each_sensor_node_as_its_scene_root():
+    """A `$` path names a node: a sensor added from its scene has the scene's root name (RaycastSensor3D for the
+    class RayCastSensor3D)."""
+    roots = {name for name, _, _ in SCENES.values()}
+    named = {name for page in PAGES for snippet in re.findall(r"^```gdscript\n(.*?)^```", page.read_text(),
+                                                              flags=re.M | re.S)
+             for name in re.findall(r"\$(\w*Sensor\w*)", snippet)}
+    assert named and named <= roots, named - roots
+
+
+def test_policy_paths_on_the_pages_are_absolute_or_res():
+    """The demo game load()s --policy's file: a relative path is read inside the game's project (res://), so the
+    pages give an absolute path ($PWD/... in a shell) or res://."""
+    given = [(page.name, path) for page in PAGES
+             for path in re.findall(r"--policy(?:_\w+)?=([^\s`)]+)", page.read_text())]
+    assert given
+    assert [(page, path) for page, path in given
+            if not path.startswith(("/", "$PWD/", "res://")) and path != "PATH"] == []
+
+
+@pytest.fixture
+def plugin():
+    if not os.environ.get(REAL_PLUGIN):
+        pytest.skip(f"checks the table against the real plugin: set {REAL_PLUGIN} to a checkout's "
+                    f"addons/godot_rl_agents folder (godot_rl_agents_plugin at {godot4_plugin.PLUGIN_COMMIT})")
+    return Path(os.environ[REAL_PLUGIN])
+
+
+def test_the_table_holds_on_the_real_plugin(plugin):
+    """Each cited range holds its words and starts and ends on a line that is not blank; each named function is
+    defined in its file; the scenes and classes are the plugin's. The csproj, at the repository's root, is
+    checked when the checkout has it; CUSTOM_ENV.md is another repository's."""
+    checked = 0
+    for (name, lines), words in CITED.items():
+        if FILES[name] is None or not (plugin / FILES[name]).exists():
+            assert name in ("CUSTOM_ENV.md", "Godot RL Agents.csproj"), name
+            continue
+        text = (plugin / FILES[name]).read_text(encoding="utf-8").splitlines()
+        first, last = (int(n) for n in (lines.split("-") if "-" in lines else (lines, lines)))
+        cited = "\n".join(text[first - 1:last])
+        assert all(word in cited for word in words), (name, lines, cited)
+        assert text[first - 1].strip() and text[last - 1].strip(), (name, lines)
+        checked += 1
+    assert checked >= len(CITED) - 7
+    for function, name in FUNCTIONS.items():
+        definition = rf"^func {function}\(" if name.endswith(".gd") else rf"\b{function}\("
+        assert re.search(definition, (plugin / FILES[name]).read_text(encoding="utf-8"), re.M), function
+    real = {f"{godot4_plugin.ADDON}/{path}": (plugin / path).read_text(encoding="utf-8")
+            for path in [*SCENES, *(p.removesuffix(".tscn") + ".gd" for p in SCENES), *CLASSES]}
+    check_addon(real)
+
+
+@pytest.mark.parametrize("script", ["ppo_godot.py", "ppo_godot_bc.py", "ppo_godot_camera.py", "ppo_godot_lstm.py",
+                                    "ppo_godot_multi_policy.py", "ppo_godot_self_play.py"])
+def test_speedup_goes_to_the_game_as_a_float_as_the_plugin_reads_it(script, tmp_path, port):
+    """sync.gd reads --speedup with to_float() (_get_speedup) and its speed_up is a float: 1.5 goes to the game
+    as 1.5; a whole number as before (8, not 8.0); nan is refused in one line."""
+    argv_file, game = tmp_path / "argv", tmp_path / "game.x86_64"
+    game.write_text(f'#!/bin/sh\necho "$@" >> "{argv_file}"\nexit 3\n')
+    game.chmod(0o755)
+    demos = ["--demos", str(REPO / "godot" / "chase" / "demos" / "chase_discrete_scripted.json")]
+    for speedup in ["1.5", "8"]:
+        run_script(script, "--env-path", str(game), "--port", str(port), "--speedup", speedup,
+                   *(demos if script == "ppo_godot_bc.py" else []), cwd=tmp_path, check=False)
+    sent = [arg for line in argv_file.read_text().splitlines() for arg in line.split() if arg.startswith("--speedup")]
+    assert sent == ["--speedup=1.5", "--speedup=8"]
+    assert_one_line_error(run_script(script, "--speedup", "nan", cwd=tmp_path, check=False),
+                          "--speedup must be a positive number, got nan")
