@@ -712,6 +712,10 @@ def parse_and_check(p, flag, argv):
         fail(f"--framerate must be 0 (real time) or more, got {args.framerate}")
     if args.n_parallel > 1 and args.env_path is None:
         fail(f"--n-parallel {args.n_parallel} needs --env-path: the editor runs one game")
+    for name in ("speedup", "action_repeat"):  # passed on a game's command line, which only --env-path has
+        if getattr(args, name) is not None and args.env_path is None and not args.export_checkpoint:
+            fail(f"--{name.replace('_', '-')} needs --env-path: a game played from the editor keeps its Sync node's "
+                 f"{name.replace('speedup', 'speed_up')}; set it there")
     if args.port is not None and not 0 < args.port <= 65536 - args.n_parallel:
         fail(f"--port must be 1 to {65536 - args.n_parallel} (a TCP port for each of the {args.n_parallel} "
              f"games), got {args.port}")
@@ -1449,7 +1453,10 @@ def connect(args, port, seed, procs):
             with log:  # the game writes its own output (the engine's lines) there, not on our console
                 procs.append(subprocess.Popen(command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT))
             procs[-1].log_path, procs[-1].log_temporary = log_path, temporary
-        return GuardedGodotEnv(listener, procs[-1] if args.env_path else None, args.connect_timeout)
+        game = GuardedGodotEnv(listener, procs[-1] if args.env_path else None, args.connect_timeout)
+        if args.env_path is None:  # the editor shows nothing of it: say that the game is in
+            print(f"the game connected on port {port}: {game.num_envs} agents")
+        return game
 
 
 def open_game_log(args, port):

@@ -93,6 +93,10 @@ BAD_INPUT = {  # fault: {script: (argv, what the line says)}
     "a game that never runs": {"ppo_godot.py": (["--speedup", "0"], "--speedup must be positive")},
     "a negative frame rate": {"ppo_godot.py": (["--framerate", "-1"], "--framerate must be 0 (real time) or more")},
     "several games from the editor": {"ppo_godot.py": (["--n-parallel", "2"], "needs --env-path: the editor runs one")},
+    "a game speed the editor never gets": {"ppo_godot.py": (["--speedup", "8"], "--speedup needs --env-path: a game "
+                                                            "played from the editor keeps its Sync node's speed_up")},
+    "an action repeat the editor never gets": {"ppo_godot_lstm.py": (["--action-repeat", "4"],
+                                                                     "--action-repeat needs --env-path")},
     "godot-rl's spelling of a flag": {"ppo_godot.py": (["--env_path", "game.x86_64"],
                                                        "--env_path is godot-rl's spelling; here it is --env-path")},
 }

@@ -392,6 +392,29 @@ def test_editor_mode_says_to_press_play(port, tmp_path):
     assert proc.returncode == 2 and f"no game connected on port {port} within 2 s" in proc.stderr
 
 
+def test_editor_mode_says_when_the_game_is_in(port, tmp_path):
+    """No --env-path: the trainer waits, the game connects as the editor's Play would start it (here the demo game,
+    started by hand on the trainer's port), and the console says so, with the game's agents, before training."""
+    trainer = subprocess.Popen([sys.executable, str(REPO / "ppo_godot.py"), "--port", str(port),
+                                "--total-timesteps", "2048", "--connect-timeout", "30"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    game = None
+    try:
+        waiting = trainer.stdout.readline()
+        assert f"waiting up to 30 s on port {port}: press Play in the Godot editor" in waiting
+        game = subprocess.Popen([GAME["discrete"], f"--port={port}", "--fixed-fps", "60"], start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out, err = trainer.communicate(timeout=120)
+    finally:
+        for proc in (trainer, game):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    assert trainer.returncode == 0, err
+    lines = out.splitlines()
+    connected = lines.index(f"the game connected on port {port}: 16 agents")
+    assert connected < min(i for i, line in enumerate(lines) if line.startswith("global_step="))
+
+
 @pytest.mark.parametrize("kind", ["discrete", "continuous", "plugin"])
 def test_the_benchmark_s_scripted_policy_plays_each_game_near_optimally(kind, port):
     """benchmarks/godot_chase.py measures learning against it: it must read each game's
