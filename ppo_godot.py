@@ -1417,7 +1417,7 @@ def connect(args, port, seed, procs):
             procs[-1].log_path, procs[-1].log_temporary = log_path, temporary
         game = GuardedGodotEnv(listener, procs[-1] if args.env_path else None, args.connect_timeout)
         if args.env_path is None:  # the editor shows nothing of it: say that the game is in
-            print(f"the game connected on port {port}: {game.num_envs} agents")
+            print(f"the game connected on port {port}; agents in it: {game.num_envs}")
         return game
 
 

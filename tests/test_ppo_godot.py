@@ -411,7 +411,7 @@ def test_editor_mode_says_when_the_game_is_in(port, tmp_path):
                 proc.kill()
     assert trainer.returncode == 0, err
     lines = out.splitlines()
-    connected = lines.index(f"the game connected on port {port}: 16 agents")
+    connected = lines.index(f"the game connected on port {port}; agents in it: 16")
     assert connected < min(i for i, line in enumerate(lines) if line.startswith("global_step="))
 
 
