@@ -27,11 +27,13 @@ CAMERA_3D = f"{SENSORS}/sensors_3d/RGBCameraSensor3D.tscn"
 RAYS_3D = f"{SENSORS}/sensors_3d/RaycastSensor3D.tscn"
 IMAGE = godot4_plugin.test_image_bytes()
 OBSERVATIONS = [{"obs": [0.3, -0.2, 0.5, 0.4]}, {"obs": [-0.9, 0.1, 1.2, -0.3]}, {"obs": [0.0, 0.8, -0.6, -1.1]}]
-GAME_SIDE = ('extends "SNIPPET"\n# the game\'s side: what it observes, what an action does (recorded)\n'
+GAME_BODY = ("# the game's side: what it observes, what an action does (recorded)\n"
              "var observations = " + json.dumps(OBSERVATIONS) + "\nvar asked = 0\nvar recorded = []\n\n\n"
              "func get_obs() -> Dictionary:\n"
              "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
              "func set_action(action) -> void:\n\trecorded.append(action)\n")
+GAME_SIDE = 'extends "SNIPPET"\n' + GAME_BODY
+TRAINING_CONTROLLER = "extends AIController3D\n" + GAME_BODY  # res://ai_controller.gd, which the page's subclass extends
 GAME_THAT_ENDS = ("\n# the game's side: it observes its player (the parent); a time-out after 20 physics ticks\n"
                   "func _init():\n    reset_after = 20\n\n\n"
                   "func get_obs() -> Dictionary:\n"
@@ -40,12 +42,12 @@ GAME_THAT_ENDS = ("\n# the game's side: it observes its player (the parent); a t
 CAMERA_MODES = ("using-the-scripts.md", "@onready var camera = $RGBCameraSensor2D  # the pl")
 # How each snippet runs, by its page and first line: "host", the file around a fragment or the game's side of a
 # whole controller ("SNIPPET" is the snippet's own file), which adds only what the page leaves to the game or to
-# the editor; "children", the plugin's sensor scenes added under the controller (they keep their root names);
+# the editor; "files", a file of the game's that the snippet names ({res path: text}); "children", the plugin's sensor scenes added under the controller (they keep their root names);
 # "body", the node the controller sits under and its velocity; "target", where the node set as the controller's
 # exported target stands (the page says to set it in the inspector); "check", what the run does
 HOSTS = {
     ("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc"): {
-        "host": GAME_SIDE, "children": [], "check": "plays"},
+        "host": None, "files": {"ai_controller.gd": TRAINING_CONTROLLER}, "children": [], "check": "plays"},
     ("shipping-your-agent.md", "# Plays a recurrent policy (ppo_godot_lstm.py --gd"): {
         "host": GAME_SIDE, "children": [], "check": "plays with a reset"},
     CAMERA_MODES: {  # "a few lines in the AIController"
@@ -98,6 +100,7 @@ def run_snippets(folder, plugin=None):
         if plugin and CAMERA_2D in how["children"]:
             continue  # the real RGBCameraSensor2D.gd does not parse on 4.6: test_the_snippets_run_on_the_real_plugin
         files[f"snippet{i}.gd"] = snippet
+        files.update(how.get("files", {}))  # a file the snippet names, as the page describes it
         script = f"snippet{i}.gd"
         if how["host"]:
             host = how["host"].replace("SNIPPET_TEXT", snippet)
@@ -148,14 +151,14 @@ def test_the_snippets_run_without_an_error(answers):
 
 def test_the_shipping_controller_plays_the_exported_policy_every_8_ticks(answers):
     """About 20 physics ticks (the driver waits 20 physics frames): decisions at ticks 0, 8 and 16, each the torch
-    policy's greedy action; the controller is in the AGENT group, in model mode, counts its ticks as the plugin
-    does (n_steps) and clears done."""
+    policy's greedy action; the controller, a subclass of the game's training controller, has left the AGENT group
+    (no Sync node collects it), is in model mode, counts its ticks as the plugin does (n_steps) and clears done."""
     answer = answers[0][("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc")]
     with torch.no_grad():
         greedy = answers[2].get_action(torch.tensor([o["obs"] for o in OBSERVATIONS]), greedy=True).numpy()
     assert answer["ticks"] >= 17 and len(answer["actions"]) == -(-answer["ticks"] // 8) == 3
     assert answer["actions"] == [{"move": int(a[0])} for a in greedy]
-    assert answer["heuristic"] == "model" and answer["in_agent_group"] and answer["n_steps"] == answer["ticks"]
+    assert answer["heuristic"] == "model" and not answer["in_agent_group"] and answer["n_steps"] == answer["ticks"]
     assert answer["done"] is False
 
 
