@@ -354,3 +354,27 @@ def test_a_shipped_controller_in_a_training_scene_does_not_fight_the_sync_node(r
     decisions = shipped["decisions"]
     plays_its_decisions(shipped, TICKS)
     assert [d["action"] for d in decisions] == greedy(runs["agent"], [d["obs"]["obs"] for d in decisions])
+
+
+def scene_nodes(file):
+    """A .tscn's nodes as (parent path, name): the root's parent is "", its children's "."."""
+    headers = re.findall(r"^\[node .*\]$", (STARTER / file).read_text(), re.M)
+    return [(re.search(r' parent="([^"]*)"', h).group(1) if " parent=" in h else "", re.search(r'name="([^"]+)"', h).group(1))
+            for h in headers]
+
+
+def test_the_walkthrough_describes_the_starter_as_it_is():
+    """docs/godot4-walkthrough.md names the starter's nodes, files, time-out and build name: each as the files hold it."""
+    page = (REPO / "docs" / "godot4-walkthrough.md").read_text()
+    train, ship = scene_nodes("train.tscn"), scene_nodes("ship.tscn")
+    assert train[0] == ("", "Train") and [n for p, n in train if p == "."] == ["Sync", "Arena", "Goal", "Player"]
+    assert "root `Train` has the children `Sync`, `Arena` (the background), `Goal` and `Player`" in page
+    assert ("Player", "AIController2D") in train and ("Player", "ShippedController") in ship
+    assert "Sync" not in [n for _, n in ship]
+    assert f"the starter's is {RESET_AFTER} ticks, {RESET_AFTER // ACTION_REPEAT} decisions" in page
+    assert 'config/name="Starter"' in (STARTER / "project.godot").read_text()  # the editor names the build after it
+    assert "`Starter.x86_64`" in page and "build/Starter.app/Contents/MacOS/Starter" in page
+    assert '@export var policy_path := "res://npc_policy.gd"' in (STARTER / "shipped_controller.gd").read_text()
+    assert "`policy_path` (`res://npc_policy.gd`)" in page
+    for file in re.findall(r"\(\.\./godot/starter/([\w.]+)\)", page):
+        assert (STARTER / file).is_file(), file
