@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import REPO, draw_seeds, episode_curve, read_run, save_figure, write_table
+from common import REPO, episode_curve, read_run, running_mean, save_figure, write_table
 
 sys.path.insert(0, str(REPO / "godot"))
 import play_in_browser as web  # noqa: E402  the pack writer and the page runner
@@ -343,8 +343,9 @@ CONTROLLER_PATH = "addons/godot_rl_agents/controller/ai_controller_2d.gd"
 TRAIN_SCENE = "starter_learns_train.tscn"  # the benchmark's training scene, added to the pack
 LEVEL_SCENE = "starter_learns_level.tscn"  # the starter's train.tscn without its Sync node, added to the pack
 WINDOW = 100  # episodes in a running mean, and at the end of a run
-CHECKPOINTS = (25_000, 50_000, 100_000, 150_000, 200_000, 300_000, 400_000, 500_000)  # agent-steps in the tables
+CHECKPOINTS = (5_000, 10_000, 15_000, 20_000, 25_000, 50_000, 100_000, 200_000, 300_000, 500_000)  # in the tables
 PREDICTED_SHARE, PREDICTED_BY, PREDICTED_GOAL = 0.9, 200_000, 0.95  # the docstring's prediction, in numbers
+ZOOM = 40_000  # agent-steps in the figure's left panel
 SPACING = 1000  # pixels between two copies of the level: the arena is 400 wide, so no two bodies ever touch
 
 
@@ -636,8 +637,24 @@ def train(files, seed, args, folder):
                            f"the game said {lines[-5:]}; see {folder}")
     run = read_run(next((folder / "runs").glob("*")))
     steps, returns = episode_curve(run)
-    return dict(steps=steps, returns=returns, sps=run.Scalars("charts/SPS")[-1].value, wall=wall,
-                **relay_numbers(relay, lines))
+    lengths = np.array([event.value for event in run.Scalars("charts/episodic_length")])
+    numbers = relay_numbers(relay, lines)
+    episodes, n_agents = numbers["episodes"], numbers["n_agents"]
+    began, began_returns = by_start(steps, lengths, n_agents, returns)
+    _, began_goal = by_start(episodes[:, 0], episodes[:, 2], n_agents, 1 - episodes[:, 3])
+    return dict(steps=steps, returns=returns, began=began, began_returns=began_returns, began_goal=began_goal,
+                sps=run.Scalars("charts/SPS")[-1].value, wall=wall, **numbers)
+
+
+def by_start(ends, lengths, n_agents, *values):
+    """Episodes put where they began (the agent-steps before their first action), in that order: [starts, *values].
+    TensorBoard logs an episode where it ended, and the first to end are the short ones (here, those that reached the
+    goal), so a curve by the end starts far above the policy's return. By the start, every episode that began
+    before the run's last (longest episode) agent-steps has ended and counts; the later ones are left out."""
+    began = ends - lengths * n_agents
+    complete = began <= ends.max() - lengths.max() * n_agents
+    order = np.argsort(began[complete], kind="stable")
+    return [began[complete][order]] + [np.asarray(v)[complete][order] for v in values]
 
 
 def relay_numbers(relay, lines):
@@ -670,17 +687,22 @@ def last(episodes, n=WINDOW):
 
 
 def mean_before(steps, returns, at, n=WINDOW):
-    """The mean return of the last n episodes that ended by `at` agent-steps (None if fewer than n had)."""
+    """The mean return of the last n episodes by `at` agent-steps (steps: where each began, or ended, in order)."""
     ended = returns[steps <= at]
     return float(ended[-n:].mean()) if len(ended) >= n else None
 
 
 def first_reach(steps, returns, threshold, n=WINDOW):
-    """The agent-steps at which the mean of the last n episodes first reaches threshold, or None."""
+    """The agent-steps (steps: where each episode began, or ended, in order) at which the mean of the last n
+    episodes first reaches threshold, or None."""
     for i in range(n - 1, len(returns)):
         if returns[i - n + 1:i + 1].mean() >= threshold:
             return int(steps[i])
     return None
+
+
+def fmt_steps(steps):
+    return "never" if steps is None else f"{steps:,}"
 
 
 def report(args, command, baselines, sweep, runs):
@@ -713,39 +735,49 @@ def report(args, command, baselines, sweep, runs):
                      f"{length:.1f} | {numbers['relay_sps']:,.0f} |")
     lines += ["", f"The bridge's speed at each speed_up (the page's --speedup; the Sync stand-in sets physics_ticks_per_second "
               "to 60 x speed_up, as the plugin does, and max_physics_steps_per_frame to speed_up, at least Godot's "
-              f"default 8), the random policy for {args.sweep_steps:,} agent-steps, no learning:", "",
+              f"default 8), the random policy for {args.sweep_steps:,} agent-steps, no learning, "
+              f"{args.sweep_repeats} times each, the settings interleaved; median (min to max):", "",
               "| speed_up | physics ticks a frame at most | physics ticks/s | exchanges/s | one exchange (ms) | "
               "agent-steps/s |", "|---|---|---|---|---|---|"]
-    for speedup, numbers in sweep.items():
-        lines.append(f"| {speedup} | {max(8, speedup)} | {numbers['ticks_per_s']:,.0f} | "
-                     f"{numbers['exchanges_per_s']:,.0f} | {numbers['exchange_ms']:.1f} | "
-                     f"{numbers['relay_sps']:,.0f} |")
+    for speedup, measured in sweep.items():
+        cells = []
+        for key, digits in (("ticks_per_s", 0), ("exchanges_per_s", 0), ("exchange_ms", 1), ("relay_sps", 0)):
+            values = [numbers[key] for numbers in measured]
+            cells.append(f"{np.median(values):,.{digits}f} ({min(values):,.{digits}f} to {max(values):,.{digits}f})")
+        lines.append(f"| {speedup} | {max(8, speedup)} | " + " | ".join(cells) + " |")
     lines += ["", f"Training, seed by seed (the last {WINDOW} episodes; \"of scripted\": their mean return over the "
               "scripted policy's):", "",
               "| seed | agent-steps | wall (min) | agent-steps/s (ppo_godot.py's SPS) | "
               f"last {WINDOW} episodes | of scripted | reached the goal | mean length (actions) | "
-              f"first reaches {PREDICTED_SHARE:.0%} of scripted at | episodes (relay = TensorBoard) |",
+              f"first reaches {PREDICTED_SHARE:.0%} of scripted at: episodes by their start (by their end, as "
+              "TensorBoard draws them) | episodes (relay = TensorBoard) |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for seed, run in runs.items():
         ret, goal, length = last(run["episodes"])
-        reach = first_reach(run["steps"], run["returns"], target)
+        reach = first_reach(run["began"], run["began_returns"], target)
+        reach_end = first_reach(run["steps"], run["returns"], target)
         agree = len(run["episodes"]) == len(run["returns"]) and np.allclose(run["episodes"][:, 1], run["returns"],
                                                                              atol=1e-4)
         lines.append(f"| {seed} | {run['agent_steps']:,} | {run['wall'] / 60:.1f} | {run['sps']:,.0f} | "
                      f"{ret:.3f} | {ret / scripted[0]:.0%} | {goal:.1%} | "
-                     f"{length:.1f} | {'never' if reach is None else f'{reach:,}'} | "
+                     f"{length:.1f} | {fmt_steps(reach)} ({fmt_steps(reach_end)}) | "
                      f"{len(run['returns']):,} ({'yes' if agree else 'NO'}) |")
     marks = [m for m in CHECKPOINTS if m <= args.total_timesteps]
-    lines += ["", f"The mean return of the last {WINDOW} episodes ended by each count of agent-steps (mean over seeds, "
-              "min to max) and the share of them that reached the goal (mean over seeds):", "",
+    lines += ["", f"The mean return of the last {WINDOW} episodes that began by each count of agent-steps (mean over "
+              "seeds, min to max), the share of them that reached the goal (mean over seeds), and, as TensorBoard "
+              f"draws it, the mean return of the last {WINDOW} that ended by then (mean over seeds):", "",
               "| agent-steps | " + " | ".join(f"{m:,}" for m in marks) + " |", "|---|" + "---|" * len(marks)]
-    cells, goals = [], []
+    cells, goals, ended = [], [], []
     for m in marks:
-        values = [mean_before(run["steps"], run["returns"], m) for run in runs.values()]
-        shares = [1 - run["episodes"][run["episodes"][:, 0] <= m][-WINDOW:, 3].mean() for run in runs.values()]
+        values = [mean_before(run["began"], run["began_returns"], m) for run in runs.values()]
+        shares = [mean_before(run["began"], run["began_goal"], m) for run in runs.values()]
+        by_end = [mean_before(run["steps"], run["returns"], m) for run in runs.values()]
         cells.append("-" if None in values else f"{np.mean(values):.3f} ({min(values):.3f} to {max(values):.3f})")
-        goals.append(f"{np.mean(shares):.0%}")
-    lines += ["| return | " + " | ".join(cells) + " |", "| reached the goal | " + " | ".join(goals) + " |"]
+        goals.append("-" if None in shares else f"{np.mean(shares):.0%}")
+        ended.append("-" if None in by_end else f"{np.mean(by_end):.3f}")
+    lines += ["| return (episodes by their start) | " + " | ".join(cells) + " |",
+              "| reached the goal (by their start) | " + " | ".join(goals) + " |",
+              "| return (by their end, TensorBoard's) | " + " | ".join(ended) + " |"]
     speed = {key: np.median([run[key] for run in runs.values()])
              for key in ("relay_sps", "ticks_per_s", "exchange_ms", "exchange_share", "trainer_share")}
     lines += ["", f"Speed in training (medians over seeds): {speed['relay_sps']:,.0f} agent-steps/s at the relay "
@@ -758,35 +790,49 @@ def report(args, command, baselines, sweep, runs):
               f"({target:.3f}) by {PREDICTED_BY:,} agent-steps on every seed, and at the end of the budget at least "
               f"{PREDICTED_GOAL:.0%} of the last {WINDOW} episodes reach the goal:"]
     for seed, run in runs.items():
-        reach = first_reach(run["steps"], run["returns"], target)
+        reaches = [first_reach(run["began"], run["began_returns"], target), first_reach(run["steps"], run["returns"], target)]
         goal = last(run["episodes"])[1]
-        lines.append(f"- seed {seed}: {'never' if reach is None else f'{reach:,} agent-steps'} "
-                     f"({'met' if reach is not None and reach <= PREDICTED_BY else 'missed'}); the goal in "
-                     f"{goal:.1%} ({'met' if goal >= PREDICTED_GOAL else 'missed'})")
+        met = all(reach is not None and reach <= PREDICTED_BY for reach in reaches)
+        lines.append(f"- seed {seed}: at {fmt_steps(reaches[0])} agent-steps by the episodes' start, "
+                     f"{fmt_steps(reaches[1])} by their end ({'met' if met else 'missed'}); the goal in "
+                     f"{goal:.1%} of the last {WINDOW} ({'met' if goal >= PREDICTED_GOAL else 'missed'})")
     lines.append(f"\nRandom policy: {randomly[0]:.3f} per episode, the goal in {randomly[1]:.1%}; scripted "
                  f"{scripted[0]:.3f}, the goal in {scripted[1]:.1%}.")
     return lines
 
 
+def draw_runs(ax, runs, end, label):
+    """The mean over seeds of each seed's running mean of its last WINDOW episodes, by where they began, up to end
+    agent-steps, and the min-max band over seeds."""
+    grid = np.linspace(0, min(end, *(run["began"].max() for run in runs.values())), 300)
+    values = np.stack([np.interp(grid, run["began"], running_mean(run["began_returns"], WINDOW))
+                       for run in runs.values()])
+    line, = ax.plot(grid, values.mean(axis=0), label=label)
+    ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+
+
 def figure(args, command, baselines, runs):
+    """Return against the agent-steps at which each episode began (by_start), the first ZOOM agent-steps and the
+    whole run."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    draw_seeds(ax, f"ppo_godot.py, {args.copies} agents", [(run["steps"], run["returns"]) for run in runs.values()],
-               WINDOW)
-    for (name, style) in (("scripted", "--"), ("random", ":")):
-        episodes = baselines[name]["episodes"]
-        ax.axhline(episodes[:, 1].mean(), color="gray", linestyle=style, linewidth=1,
-                   label=f"{name} policy ({episodes[:, 1].mean():.2f})")
-    ax.set_xlabel("agent-steps")
-    ax.set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)")
-    ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title("The Godot 4 starter (godot/starter) trained on Godot 4.6's web build\n"
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), sharey=True)
+    for ax, end, title in ((axes[0], ZOOM, f"the first {ZOOM:,} agent-steps"), (axes[1], np.inf, "the whole run")):
+        draw_runs(ax, runs, end, f"ppo_godot.py, {args.copies} agents ({len(runs)} seeds)")
+        for name, style in (("scripted", "--"), ("random", ":")):
+            episodes = baselines[name]["episodes"]
+            ax.axhline(episodes[:, 1].mean(), color="gray", linestyle=style, linewidth=1.2,
+                       label=f"{name} policy ({episodes[:, 1].mean():.2f})")
+        ax.set_xlabel("agent-steps, where each episode began")
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(3, 3))
+        ax.grid(alpha=0.3)
+        ax.set_title(title, fontsize=9)
+    axes[0].set_ylabel(f"episodic return\n(mean of the last {WINDOW} episodes)")
+    axes[1].legend(fontsize=8, loc="center right")
+    fig.suptitle("The Godot 4 starter (godot/starter) trained by ppo_godot.py on Godot 4.6's web build\n"
                  "line: mean over seeds; band: min-max over seeds", fontsize=9)
     save_figure(fig, REPO / "docs" / "images" / "starter_learns.png", command)
 
@@ -802,6 +848,7 @@ def main():
     p.add_argument("--sweep", type=int, nargs="*", default=[1, 8, 64, 256],
                    help="speed_up values at which the random policy's speed is measured first")
     p.add_argument("--sweep-steps", type=int, default=8192, help="agent-steps at each of them")
+    p.add_argument("--sweep-repeats", type=int, default=3, help="measurements at each of them, interleaved")
     p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py")
     p.add_argument("--timeout", type=float, default=3600, help="seconds one run may take")
     p.add_argument("--workdir", default=None, help="where the runs go (default: a new folder in /tmp)")
@@ -823,11 +870,12 @@ def main():
         ret, goal, length = last(baselines[name]["episodes"], len(baselines[name]["episodes"]))
         print(f"{name}: {ret:.3f} per episode, the goal in {goal:.1%}, {length:.1f} actions, "
               f"{baselines[name]['relay_sps']:,.0f} agent-steps/s", flush=True)
-    sweep = {}
-    for speedup in args.sweep:  # the random policy's speed at each speed_up: the physics ticks a frame may hold
-        sweep[speedup] = baseline(files, random_policy, args, speedup, agent_steps=args.sweep_steps)
-        print(f"--speedup={speedup}: {sweep[speedup]['ticks_per_s']:,.0f} ticks/s, "
-              f"{sweep[speedup]['relay_sps']:,.0f} agent-steps/s", flush=True)
+    sweep = {speedup: [] for speedup in args.sweep}
+    for _ in range(args.sweep_repeats):  # the random policy's speed at each speed_up, the settings interleaved
+        for speedup in args.sweep:
+            sweep[speedup].append(baseline(files, random_policy, args, speedup, agent_steps=args.sweep_steps))
+            print(f"--speedup={speedup}: {sweep[speedup][-1]['ticks_per_s']:,.0f} ticks/s, "
+                  f"{sweep[speedup][-1]['relay_sps']:,.0f} agent-steps/s", flush=True)
     runs = {}
     for seed in range(1, args.seeds + 1):
         runs[seed] = train(files, seed, args, workdir / f"seed{seed}")
