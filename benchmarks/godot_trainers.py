@@ -1,0 +1,611 @@
+"""The trainers a Godot user would pick instead of ppo_godot.py, side by side on the demo game (issue 61).
+
+    python benchmarks/godot_trainers.py --setup    # Sample Factory's own venv, once (.cache/venv-sample-factory)
+    python benchmarks/godot_trainers.py            # every trainer on both games, seeds 1-3
+    python benchmarks/godot_trainers.py --tiny     # 4,096 agent-steps (slow Chase 2,048), seed 1, no Sample Factory
+
+The rows (each run starts its own 2 game processes of 16 agents: 32 agents, the same game binary and seeds):
+  ppo_godot.py          ppo_godot.py at its defaults, --n-parallel 2
+  sb3                   godot-rl's Stable-Baselines3 path: StableBaselinesGodotEnv + SB3 PPO("MultiInputPolicy") with
+                        its example's settings (examples/stable_baselines3_example.py at v0.8.2: n_steps 32, learning
+                        rate 3e-4, ent_coef 1e-4, the rest SB3 2.4.0's defaults), n_parallel 2
+  sb3-ppo-godot         the same path with ppo_godot.py's settings (64 steps, 4 epochs of 4 minibatches, learning rate
+                        1e-3 decaying to 0, ent_coef 0.01, clipped value loss, rewards scaled by VecNormalize, 1 torch
+                        thread): the implementation apart from the settings
+  sample-factory        Sample Factory 2.1.1 through godot-rl (gdrl --trainer=sf --env=gdrl, godot-rl's defaults, on
+                        the CPU) with one game per worker: 2 workers x 1 env, --worker_num_splits 1 (the machine's 2
+                        cores; godot-rl's 2 envs a worker would make 4 games)
+  rllib                 scale/ppo_rllib_godot.py at its defaults, 2 env runners
+These start every game the same way: unpaced, with Godot's --fixed-fps 60, as ppo_godot.py does. Two more rows run
+a trainer as its example runs it, where its pacing differs (the game paced by the clock: --speedup=1, no
+--fixed-fps):
+  sb3-paced             sb3, as stable_baselines3_example.py starts its games
+  sample-factory-paced  gdrl --trainer=sf at godot-rl's defaults: 1 worker x 2 envs, --worker_num_splits 2
+What breaks in godot-rl's wrappers, and how it is fixed for these runs: benchmarks/godot_rl_fixes.py.
+
+The games: fast Chase (godot/chase/chase_discrete.x86_64; well under 1 ms a step of its 16 agents) and slow
+Chase, the same game with --tick_cost_ms=50: every physics tick, so every step, spends at least 50 ms busy
+(tests/test_godot_trainers.py: nothing it sends changes). Budgets: 300,000 agent-steps on fast Chase, 150,000 on
+slow Chase; a run still going after --max-minutes (15) is stopped (Ctrl-C) and marked so.
+
+Measured per trainer, game and seed:
+  - agent-steps per second over the whole run: the agent-steps the games played / the seconds from starting the
+    trainer's process to its exit (start-up, updates and shutdown included);
+  - CPU-seconds of the trainer's processes and its games (every descendant reaped by this process, which is their
+    subreaper: getrusage(RUSAGE_CHILDREN) before and after);
+  - minutes from starting the trainer to the first episode at which the mean of the last 100 episodes reaches 90%
+    of the scripted near-optimal return (straight for the target, measured at the start of the run on fast Chase
+    as benchmarks/godot_chase.py does; slow Chase sends the same, so its return is the same);
+  - the return at the end (the last 100 training episodes);
+  - the greedy return of the exported policy, played on fresh fast games (320 episodes, as many from each agent):
+    ppo_godot.py's and RLlib's ONNX exports. godot-rl's SB3 ONNX export fails on torch 2.13 (No module named
+    'onnxscript'; godot_rl_agents #247), so the SB3 rows give their saved model's deterministic action instead,
+    marked; Sample Factory exports nothing for Godot.
+Writes benchmarks/results/godot_trainers.md (medians over seeds, the return by wall-clock minute, the margins
+below against the runs) and benchmarks/figures/godot_trainers.png (return against wall-clock, mean and min-max
+over seeds, one panel per game); --tiny writes godot_trainers_tiny.*, and --out DIR writes under DIR instead.
+
+Margins, set before the first timed run (issue 61, item 5):
+  1. ppo_godot.py reaches the threshold first in wall-clock on both games, on every seed: for each game and seed,
+     its minutes to 90% are fewer than every other row's (a row that never reaches it counts as infinitely late);
+  2. on fast Chase, at least 2x sooner than the best other trainer: the median over seeds of the best other row's
+     minutes to 90% is at least twice ppo_godot.py's median.
+"""
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common import REPO, draw_seeds, read_run, running_mean, save_figure
+
+GAMES, AGENTS = 2, 16  # game processes a run, agents a game
+FAST = REPO / "godot" / "chase" / "chase_discrete.x86_64"
+TICK_COST_MS = 50  # slow Chase: --tick_cost_ms
+SHARE = 0.9  # the threshold: this share of the scripted return
+WINDOW = 100  # episodes in the running mean
+SF_VENV = REPO / ".cache" / "venv-sample-factory"
+SF_PYTHON = SF_VENV / "bin" / "python"
+SF_REQUIREMENTS = REPO / "benchmarks" / "requirements-sample-factory.txt"
+ROWS = {  # key: (label, pacing)
+    "ppo_godot.py": ("ppo_godot.py", "unpaced"),
+    "sb3": ("SB3 (godot-rl), its example's settings", "unpaced"),
+    "sb3-ppo-godot": ("SB3 (godot-rl), ppo_godot.py's settings", "unpaced"),
+    "sample-factory": ("Sample Factory (godot-rl), 2 workers x 1 game", "unpaced"),
+    "rllib": ("RLlib (scale/ppo_rllib_godot.py)", "unpaced"),
+    "sb3-paced": ("SB3 (godot-rl), its example's settings", "as its example runs it: paced"),
+    "sample-factory-paced": ("Sample Factory (godot-rl), its defaults: 1 worker x 2 games",
+                             "as its example runs it: paced"),
+}
+SAMPLE_FACTORY = ("sample-factory", "sample-factory-paced")
+
+
+# ------------------------------------------------------------------------------------------------
+# Sample Factory's venv
+# ------------------------------------------------------------------------------------------------
+def setup():
+    """Sample Factory's venv from its pinned requirements, with this Python (3.11)."""
+    if not SF_PYTHON.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(SF_VENV)], check=True)
+    subprocess.run([str(SF_PYTHON), "-m", "pip", "install", "-r", str(SF_REQUIREMENTS)], check=True)
+    subprocess.run([str(SF_PYTHON), "-c", "import sample_factory, godot_rl, torch; print('Sample Factory', "
+                    "sample_factory.__version__, 'torch', torch.__version__)"], check=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# The games
+# ------------------------------------------------------------------------------------------------
+def slow_game(folder, tick_cost_ms):
+    """A launcher for slow Chase, named .x86_64 as godot-rl requires: the demo game with --tick_cost_ms."""
+    path = Path(folder) / "chase_slow.x86_64"
+    path.write_text(f"#!/bin/sh\n# slow Chase: every physics tick spends {tick_cost_ms} ms busy\n"
+                    f"exec {shlex.quote(str(FAST))} \"$@\" --tick_cost_ms={tick_cost_ms}\n")
+    path.chmod(0o755)
+    return path
+
+
+def ppo_godot_envs(game, seed):
+    """GAMES games of `game` as ppo_godot.py starts them (unpaced, free ports), as its vector env."""
+    sys.path.insert(0, str(REPO))
+    import ppo_godot
+
+    args = ppo_godot.parse_args(["--env-path", str(game), "--n-parallel", str(GAMES), "--seed", str(seed)])
+    return ppo_godot.RecordEpisodes(ppo_godot.GodotVecEnv(args))
+
+
+def scripted_client(game, steps):
+    """The scripted policy's mean return, and the agent-steps per second the games give a client that only
+    plays (the first 20 steps, start-up, not timed)."""
+    from godot_chase import scripted_action
+
+    envs = ppo_godot_envs(game, seed=1)
+    try:
+        obs, _ = envs.reset()
+        returns = []
+        for step in range(steps):
+            if step == 20:
+                start = time.perf_counter()
+            obs, _, _, _, infos = envs.step(scripted_action(obs, "discrete"))
+            if "episode" in infos:
+                returns.extend(infos["episode"]["r"][infos["_episode"]])
+        return float(np.mean(returns)) if returns else None, (steps - 20) * envs.num_envs / (time.perf_counter() - start)
+    finally:
+        envs.close()
+
+
+def play_greedy(act, seed, episodes):
+    """The mean return of act(obs rows) -> action rows on fresh fast games, each agent's first
+    ceil(episodes / agents) episodes."""
+    envs = ppo_godot_envs(FAST, seed)
+    try:
+        rounds = -(-episodes // envs.num_envs)
+        done = np.zeros(envs.num_envs, dtype=int)
+        returns = []
+        obs, _ = envs.reset()
+        while done.min() < rounds:
+            obs, _, _, _, infos = envs.step(np.asarray(act(obs), dtype=np.float32).reshape(len(obs), -1))
+            for i in np.flatnonzero(infos["_episode"]) if "episode" in infos else []:
+                if done[i] < rounds:
+                    returns.append(float(infos["episode"]["r"][i]))
+                done[i] += 1
+        return float(np.mean(returns))
+    finally:
+        envs.close()
+
+
+def onnx_policy(path):
+    """The greedy action of an ONNX export with the plugin's inputs (obs, state_ins): each row's argmax."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def act(obs):
+        output = session.run(["output"], {"obs": obs.astype(np.float32),
+                                          "state_ins": np.zeros(len(obs), np.float32)})[0]
+        return output.argmax(axis=1)
+
+    return act
+
+
+def sb3_policy(path):
+    """A saved SB3 model's deterministic action."""
+    from stable_baselines3 import PPO
+
+    model = PPO.load(str(path), device="cpu")
+    return lambda obs: model.predict({"obs": obs}, deterministic=True)[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# The trainers: each one's command, run in a folder of its own
+# ------------------------------------------------------------------------------------------------
+def command(row, game, seed, budget, folder):
+    """The command line of one run, from the repository's root."""
+    if row == "ppo_godot.py":
+        return [sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(game), "--n-parallel", str(GAMES),
+                "--seed", str(seed), "--total-timesteps", str(budget), "--log-dir", str(folder / "runs"),
+                "--onnx-export-path", str(folder / "policy.onnx")]
+    if row == "rllib":
+        return [sys.executable, str(REPO / "scale" / "ppo_rllib_godot.py"), "--env-path", str(game),
+                "--num-env-runners", str(GAMES), "--num-cpus", str(GAMES), "--seed", str(seed),
+                "--total-timesteps", str(budget), "--log-dir", str(folder / "runs"),
+                "--onnx-export-path", str(folder / "policy.onnx")]
+    if row.startswith("sb3"):
+        config = dict(game=str(game), seed=seed, budget=budget, episodes=str(folder / "episodes"),
+                      model=str(folder / "model.zip"), settings="ppo_godot" if row == "sb3-ppo-godot" else "example",
+                      paced=row == "sb3-paced")
+        return [sys.executable, __file__, "--sb3-run", json.dumps(config)]
+    if row in SAMPLE_FACTORY:
+        games = (["--num_workers=2", "--num_envs_per_worker=1", "--worker_num_splits=1", "--framerate=60"]
+                 if row == "sample-factory" else [])  # paced: godot-rl's defaults (1 worker, 2 envs, 2 splits)
+        return [str(SF_PYTHON), str(REPO / "benchmarks" / "godot_rl_fixes.py"), "--env=gdrl", f"--env_path={game}",
+                f"--experiment_name=seed{seed}", f"--experiment_dir={folder / 'logs'}", f"--seed={seed}",
+                "--device=cpu", f"--train_for_env_steps={budget}", f"--episodes={folder / 'episodes'}", *games]
+    raise ValueError(row)
+
+
+def sb3_run(config):
+    """One SB3 run (this file run as a child process): godot-rl's StableBaselinesGodotEnv with the fixes, SB3's
+    PPO, the model saved; whether godot-rl's ONNX export works is written beside it."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.utils import set_random_seed
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    from godot_rl_fixes import stable_baselines_games
+
+    set_random_seed(config["seed"])  # PPO(seed=...) would call StableBaselinesGodotEnv.seed: NotImplementedError
+    game = {"speedup": 1} if config["paced"] else {"framerate": 60}
+    env = VecMonitor(stable_baselines_games(config["game"], GAMES, config["seed"], config["episodes"], **game))
+    try:
+        if config["settings"] == "example":  # stable_baselines3_example.py's PPO (its --linear_lr_schedule off)
+            model = PPO("MultiInputPolicy", env, ent_coef=0.0001, verbose=0, n_steps=32, learning_rate=0.0003)
+        else:  # ppo_godot.py's defaults in SB3's terms
+            torch.set_num_threads(1)
+            env = VecNormalize(env, norm_obs=False, norm_reward=True, clip_reward=10.0, gamma=0.99)
+            model = PPO("MultiInputPolicy", env, n_steps=64, batch_size=64 * env.num_envs // 4, n_epochs=4,
+                        learning_rate=lambda remaining: 1e-3 * remaining, ent_coef=0.01, clip_range=0.2,
+                        clip_range_vf=0.2, vf_coef=0.5, max_grad_norm=0.5, gamma=0.99, gae_lambda=0.95, verbose=0)
+        model.learn(config["budget"])
+        model.save(config["model"])
+        try:
+            from godot_rl.wrappers.onnx.stable_baselines_export import export_model_as_onnx
+
+            export_model_as_onnx(model, str(Path(config["model"]).with_suffix(".onnx")))
+            exported = "ok"
+        except Exception as e:  # torch >= 2.9: godot_rl_agents #247
+            exported = f"{type(e).__name__}: {e}".splitlines()[0]
+        Path(config["model"]).with_suffix(".export").write_text(exported)
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Running one trainer, and what it leaves
+# ------------------------------------------------------------------------------------------------
+def become_subreaper():
+    """Orphaned descendants (games a trainer did not wait for, Ray's workers) become this process's children,
+    so that they are reaped here and their CPU time counts (prctl PR_SET_CHILD_SUBREAPER)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def my_children():
+    pids = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{entry}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                    pids.append(int(entry))
+    return pids
+
+
+def reap_all(grace=30):
+    """Wait for every child left (up to `grace` seconds, then each is killed by its id)."""
+    deadline = time.time() + grace
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid:
+            continue
+        if time.time() > deadline:
+            for pid in my_children():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+
+
+def run_process(argv, folder, cap_s):
+    """(seconds from start to exit, CPU-seconds of it and every descendant, stopped at the cap, exit code)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    with open(folder / "output.log", "wb") as log:
+        proc = subprocess.Popen(argv, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        capped = False
+        try:
+            proc.wait(timeout=cap_s)
+        except subprocess.TimeoutExpired:  # Ctrl-C, as a user would stop it; then a kill
+            capped = True
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    seconds = time.time() - start
+    reap_all()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return start, seconds, cpu, capped, proc.returncode
+
+
+def episodes_of(row, folder):
+    """(end times, returns) of every training episode, in the order they ended, and the agent-steps played."""
+    if row in ("ppo_godot.py", "rllib"):
+        acc = read_run(next((folder / "runs").iterdir()))
+        tags = acc.Tags()["scalars"]  # a run too short for any episode to end has no episodic_return
+        events = acc.Scalars("charts/episodic_return") if "charts/episodic_return" in tags else []
+        steps = max(e.step for e in acc.Scalars("charts/SPS")) if "charts/SPS" in tags else 0
+        times, returns = [e.wall_time for e in events], [e.value for e in events]
+    else:  # godot_rl_fixes.py's records, one file a game
+        times, returns, steps = [], [], 0
+        for path in (folder / "episodes").glob("*.jsonl"):
+            lines = [json.loads(line) for line in path.read_text().splitlines()]
+            steps += max(line["steps"] for line in lines)
+            times += [line["t"] for line in lines if "r" in line]
+            returns += [line["r"] for line in lines if "r" in line]
+    order = np.argsort(times, kind="stable")
+    return np.asarray(times)[order], np.asarray(returns)[order], int(steps)
+
+
+def greedy_return(row, folder, seed, episodes):
+    """(the greedy return of the run's export or saved model, what it is) or (None, why there is none)."""
+    if row in ("ppo_godot.py", "rllib"):
+        path = folder / "policy.onnx"
+        return (play_greedy(onnx_policy(path), 100 + seed, episodes), "ONNX") if path.exists() else (None, "none")
+    if row.startswith("sb3"):
+        if not (folder / "model.zip").exists():
+            return None, "none"
+        exported = (folder / "model.export").read_text()
+        what = "ONNX" if exported == "ok" else "SB3 model (ONNX export: " + exported + ")"
+        return play_greedy(sb3_policy(folder / "model.zip"), 100 + seed, episodes), what
+    return None, "no export for Godot"
+
+
+def first_reach(times, returns, threshold, window=WINDOW):
+    """Seconds (on times' clock) of the first episode where the mean of the last `window` reaches threshold."""
+    for i in range(window - 1, len(returns)):
+        if returns[i - window + 1:i + 1].mean() >= threshold:
+            return float(times[i])
+    return None
+
+
+def run_one(row, game_path, seed, budget, threshold, args, keep):
+    """One trainer on one game for one seed: its measures, and its curve (seconds since its start, returns)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{row}-", dir=keep))
+    start, seconds, cpu, capped, code = run_process(command(row, game_path, seed, budget, folder), folder,
+                                                    60 * args.max_minutes)
+    times, returns, steps = episodes_of(row, folder)
+    failed = code != 0 and not capped
+    if failed:
+        tail = (folder / "output.log").read_bytes()[-2000:].decode(errors="replace")
+        print(f"{row} seed {seed} exited {code}; the end of {folder / 'output.log'}:\n{tail}", flush=True)
+    reached = first_reach(times, returns, threshold)
+    greedy, what = (None, "none") if failed else greedy_return(row, folder, seed, args.eval_episodes)
+    result = dict(row=row, seed=seed, budget=budget, steps=steps, seconds=seconds, cpu=cpu, capped=capped,
+                  exit_code=code, failed=failed, episodes=len(returns),
+                  minutes_to_threshold=None if reached is None else (reached - start) / 60,
+                  final=float(returns[-WINDOW:].mean()) if len(returns) else None, greedy=greedy, greedy_of=what,
+                  curve=[(times - start).round(3).tolist(), np.round(returns, 4).tolist()])
+    if not args.keep_folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# Tables and figure
+# ------------------------------------------------------------------------------------------------
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def cell(x, digits=0):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def minutes_cell(runs):
+    """The median minutes to the threshold, a seed that never reached it counting as infinitely late."""
+    minutes = sorted(np.inf if r["minutes_to_threshold"] is None else r["minutes_to_threshold"] for r in runs)
+    median = float(np.median(minutes))
+    return "never" if not np.isfinite(median) else f"{median:.1f}"
+
+
+def row_lines(runs_by_row):
+    lines = ["| trainer | pacing | agent-steps played | agent-steps/s | CPU-seconds (trainer + games) | minutes to 90% "
+             "| seeds reaching 90% | return at the end (last 100 episodes) | greedy return (what was played) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row, runs in runs_by_row.items():
+        label, pacing = ROWS[row]
+        done = [r for r in runs if not r["failed"]]
+        if not done:
+            lines.append(f"| {label} | {pacing} | failed: exit {runs[0]['exit_code']} | | | | | | |")
+            continue
+        capped = sum(r["capped"] for r in done)
+        sps = median_or_none([r["steps"] / r["seconds"] for r in done])
+        what = "; ".join(sorted({r["greedy_of"] for r in done}))
+        lines.append(f"| {label} | {pacing} | {cell(median_or_none([r['steps'] for r in done]))} | {cell(sps)}{f' ({capped} stopped at the cap)' if capped else ''} "
+                     f"| {cell(median_or_none([r['cpu'] for r in done]))} | {minutes_cell(done)} "
+                     f"| {sum(r['minutes_to_threshold'] is not None for r in done)}/{len(done)} "
+                     f"| {cell(median_or_none([r['final'] for r in done]), 2)} "
+                     f"| {cell(median_or_none([r['greedy'] for r in done]), 2)} ({what}) |")
+    return lines
+
+
+def by_minute(runs, minute):
+    """The mean of the last 100 episodes ended by `minute` minutes after the start, median over seeds."""
+    values = []
+    for r in runs:
+        times, returns = (np.asarray(x) for x in r["curve"])
+        ended = returns[times <= 60 * minute]
+        values.append(float(ended[-WINDOW:].mean()) if len(ended) else None)
+    return median_or_none(values) if all(v is not None for v in values) else None
+
+
+def minute_lines(runs_by_row):
+    longest = max(max(r["seconds"] for r in runs) for runs in runs_by_row.values()) / 60
+    step = max(1, int(np.ceil(longest / 10)))
+    minutes = list(range(step, int(np.ceil(longest)) + step, step))
+    lines = ["| trainer | pacing | " + " | ".join(f"{m} min" for m in minutes) + " |",
+             "|---|---|" + "---|" * len(minutes)]
+    for row, runs in runs_by_row.items():
+        done = [r for r in runs if not r["failed"]]
+        if done:
+            lines.append(f"| {ROWS[row][0]} | {ROWS[row][1]} | "
+                         + " | ".join(cell(by_minute(done, m), 2) for m in minutes) + " |")
+    return lines
+
+
+def margin_lines(results, games):
+    """The two margins of the docstring against the runs."""
+    lines = []
+    first_everywhere, misses = True, []
+    for game in games:
+        runs = results[game]
+        if "ppo_godot.py" not in runs or len(runs) < 2:
+            return ["Margins: not judged (ppo_godot.py and another trainer must both run)."]
+        late = lambda r: np.inf if r["minutes_to_threshold"] is None else r["minutes_to_threshold"]
+        for mine in runs["ppo_godot.py"]:
+            for row, others in runs.items():
+                other = next((r for r in others if r["seed"] == mine["seed"]), None)
+                if row != "ppo_godot.py" and other is not None and not late(mine) < late(other):
+                    first_everywhere = False
+                    misses.append(f"{game}, seed {mine['seed']}: {ROWS[row][0]} ({ROWS[row][1]})")
+    lines.append("1. ppo_godot.py reaches 90% first on both games, on every seed: "
+                 + ("met." if first_everywhere else "missed (" + "; ".join(misses) + ")."))
+    fast = results.get("fast Chase")
+    if fast and "ppo_godot.py" in fast:
+        medians = {row: float(np.median([np.inf if r["minutes_to_threshold"] is None else r["minutes_to_threshold"]
+                                         for r in runs])) for row, runs in fast.items()}
+        mine = medians.pop("ppo_godot.py")
+        best_row = min(medians, key=medians.get) if medians else None
+        if best_row is None or not np.isfinite(mine):
+            lines.append("2. At least 2x sooner than the best other trainer on fast Chase: missed (ppo_godot.py's median "
+                         "never reaches 90%)." if best_row else "2. Not judged: no other trainer ran on fast Chase.")
+        else:
+            ratio = medians[best_row] / mine
+            lines.append(f"2. At least 2x sooner than the best other trainer on fast Chase: the best other, "
+                         f"{ROWS[best_row][0]} ({ROWS[best_row][1]}), takes "
+                         f"{'forever' if not np.isfinite(ratio) else f'{ratio:.1f}x'} ppo_godot.py's median minutes: "
+                         f"{'met' if ratio >= 2 else 'missed'}.")
+    return lines
+
+
+def write_outputs(name, out, results, info, argv):
+    command_line = "python benchmarks/godot_trainers.py " + " ".join(shlex.quote(a) for a in argv)
+    lines = [f"Command: `{command_line}` ({time.strftime('%Y-%m-%d')}; {os.cpu_count()} cores; {info['godot']}; "
+             f"{GAMES} game processes x {AGENTS} agents a run; seeds {info['seeds']})", "",
+             f"Scripted near-optimal return (straight for the target, {info['scripted_episodes']}): "
+             f"{info['scripted']:.2f}; the threshold, {SHARE:.0%} of it: {info['threshold']:.2f}.",
+             f"The games alone (the scripted client, no learning): fast Chase {info['limit']['fast Chase']:,.0f} "
+             f"agent-steps/s, slow Chase (--tick_cost_ms={info['tick_cost_ms']}) "
+             f"{info['limit'].get('slow Chase', float('nan')):,.0f}.",
+             f"Each run capped at {info['max_minutes']:g} minutes. Medians over seeds; agent-steps/s and minutes "
+             f"are from starting the trainer's process (start-up included).", ""]
+    for game, runs_by_row in results.items():
+        lines += [f"### {game}: {info['budgets'][game]:,} agent-steps a run", ""] + row_lines(runs_by_row)
+        lines += ["", f"The return (mean of the last {WINDOW} episodes) by wall-clock minute since the start, median "
+                  "over seeds (- : a seed had no episode yet or had ended):", ""] + minute_lines(runs_by_row) + [""]
+    lines += ["### Margins (set in the docstring before the first timed run)", ""] + margin_lines(results, list(results))
+    table = "\n".join(lines) + "\n"
+    (out / "results").mkdir(parents=True, exist_ok=True)
+    (out / "results" / f"{name}.md").write_text(table)
+    print(table)
+    plot(out / "figures" / f"{name}.png", results, info, command_line)
+
+
+def plot(path, results, info, command_line):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(6.4 * len(results), 4.2), squeeze=False)
+    for ax, (game, runs_by_row) in zip(axes[0], results.items()):
+        for row, runs in runs_by_row.items():
+            curves = [(np.asarray(r["curve"][0]) / 60, np.asarray(r["curve"][1])) for r in runs
+                      if not r["failed"] and len(r["curve"][1])]
+            if curves:
+                draw_seeds(ax, f"{ROWS[row][0]}{', paced' if 'paced' in ROWS[row][1] else ''}", curves, WINDOW)
+        ax.axhline(info["scripted"], color="gray", linestyle="--", linewidth=1, label="scripted near-optimal")
+        ax.axhline(info["threshold"], color="gray", linestyle=":", linewidth=1, label=f"{SHARE:.0%} of it")
+        ax.set_xlabel("minutes since the trainer started")
+        ax.set_ylabel(f"episodic return (mean of the last {WINDOW})")
+        ax.set_title(f"{game}, {info['budgets'][game]:,} agent-steps a run\nline: mean over seeds; band: min-max",
+                     fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    save_figure(fig, path, command_line)
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole benchmark
+# ------------------------------------------------------------------------------------------------
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--setup", action="store_true", help="build Sample Factory's venv and exit")
+    p.add_argument("--tiny", action="store_true",
+                   help="4,096 agent-steps (slow Chase 2,048), seed 1, 32 greedy episodes, no Sample Factory")
+    p.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
+    p.add_argument("--fast-budget", type=int, default=300_000, help="agent-steps a run on fast Chase")
+    p.add_argument("--slow-budget", type=int, default=150_000, help="agent-steps a run on slow Chase")
+    p.add_argument("--tick-cost-ms", type=int, default=TICK_COST_MS, help="slow Chase's --tick_cost_ms")
+    p.add_argument("--trainers", default=None,
+                   help=f"rows to run, of {', '.join(ROWS)} (default: all; --tiny: all but Sample Factory's)")
+    p.add_argument("--games", default="fast,slow", help="fast, slow or both")
+    p.add_argument("--eval-episodes", type=int, default=320, help="greedy episodes of each export")
+    p.add_argument("--max-minutes", type=float, default=15, help="a run still going then is stopped (Ctrl-C)")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the runs an earlier invocation finished with the same game, row, seed and budget "
+                        "(kept in .cache/godot_trainers/runs); the rest run")
+    p.add_argument("--out", default=str(REPO / "benchmarks"), help="writes results/ and figures/ under it")
+    p.add_argument("--keep-folders", action="store_true", help="keep each run's folder (its logs, model, export)")
+    p.add_argument("--sb3-run", help=argparse.SUPPRESS)  # a child process: one SB3 run, its config as JSON
+    args = p.parse_args(argv)
+    if args.sb3_run:
+        return sb3_run(json.loads(args.sb3_run))
+    if args.setup:
+        return setup()
+    if args.tiny:
+        args.seeds, args.fast_budget, args.slow_budget, args.eval_episodes = 1, 4096, 2048, 32
+        if args.trainers is None:
+            args.trainers = ",".join(row for row in ROWS if row not in SAMPLE_FACTORY)
+    rows = [row.strip() for row in (args.trainers or ",".join(ROWS)).split(",") if row.strip()]
+    unknown = [row for row in rows if row not in ROWS]
+    if unknown:
+        p.error(f"unknown trainers {unknown}: pick from {', '.join(ROWS)}")
+    if any(row in SAMPLE_FACTORY for row in rows) and not SF_PYTHON.exists():
+        p.error(f"Sample Factory's venv is missing ({SF_VENV}): python benchmarks/godot_trainers.py --setup")
+    games = {"fast": "fast Chase", "slow": "slow Chase"}
+    chosen = [games[g.strip()] for g in args.games.split(",")]
+
+    become_subreaper()
+    keep = REPO / ".cache" / "godot_trainers"
+    keep.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="games-", dir=keep))
+    paths = {"fast Chase": FAST, "slow Chase": slow_game(work, args.tick_cost_ms)}
+    scripted, limit_fast = scripted_client(FAST, 3000 if not args.tiny else 300)
+    info = dict(scripted=scripted, threshold=SHARE * scripted, limit={"fast Chase": limit_fast},
+                scripted_episodes="the episodes of 3,000 steps of 32 agents" if not args.tiny else "the episodes of 300 steps of 32 agents",
+                tick_cost_ms=args.tick_cost_ms, max_minutes=args.max_minutes, seeds=f"1-{args.seeds}",
+                budgets={"fast Chase": args.fast_budget, "slow Chase": args.slow_budget},
+                godot="godot3-server " + subprocess.run(["godot3-server", "--version"], capture_output=True,
+                                                        text=True).stdout.strip())
+    if "slow Chase" in chosen:
+        info["limit"]["slow Chase"] = scripted_client(paths["slow Chase"], 60)[1]
+    print(f"scripted return {scripted:.2f}, the games alone: {info['limit']}", flush=True)
+
+    results = {game: {row: [] for row in rows} for game in chosen}
+    (keep / "runs").mkdir(exist_ok=True)
+    for game in chosen:
+        budget = info["budgets"][game]
+        for seed in range(1, args.seeds + 1):  # the trainers interleaved, so that drift in the machine hits all
+            for row in rows:
+                tick = f"-tick{args.tick_cost_ms}" if game == "slow Chase" else ""
+                record = keep / "runs" / f"{game.split()[0]}{tick}-{row}-seed{seed}-{budget}.json"
+                if args.resume and record.exists():  # a run that finished in an earlier invocation
+                    result = json.loads(record.read_text())
+                else:
+                    result = run_one(row, paths[game], seed, budget, info["threshold"], args, keep)
+                    record.write_text(json.dumps(result))
+                results[game][row].append(result)
+                print(f"{game}, {row}, seed {seed}: {result['steps'] / result['seconds']:,.0f} agent-steps/s, "
+                      f"{result['cpu']:.0f} CPU-s, minutes to 90%: {cell(result['minutes_to_threshold'], 1)}, "
+                      f"end {cell(result['final'], 2)}, greedy {cell(result['greedy'], 2)}"
+                      f"{' (stopped at the cap)' if result['capped'] else ''}"
+                      f"{' FAILED' if result['failed'] else ''}", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    name = "godot_trainers_tiny" if args.tiny else "godot_trainers"
+    write_outputs(name, Path(args.out), results, info, argv)
+    raw = Path(args.out) / "results" / f"{name}_runs.json"  # the runs without their curves, for a reader's check
+    raw.write_text(json.dumps({game: {row: [{k: v for k, v in r.items() if k != "curve"} for r in runs]
+                                      for row, runs in by_row.items()} for game, by_row in results.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
