@@ -32,7 +32,6 @@ GAME_BODY = ("# the game's side: what it observes, what an action does (recorded
              "func get_obs() -> Dictionary:\n"
              "\tasked += 1\n\treturn observations[(asked - 1) % len(observations)]\n\n\n"
              "func set_action(action) -> void:\n\trecorded.append(action)\n")
-GAME_SIDE = 'extends "SNIPPET"\n' + GAME_BODY
 TRAINING_CONTROLLER = "extends AIController3D\n" + GAME_BODY  # res://ai_controller.gd, which the page's subclass extends
 GAME_THAT_ENDS = ("\n# the game's side: it observes its player (the parent); a time-out after 20 physics ticks\n"
                   "func _init():\n    reset_after = 20\n\n\n"
@@ -49,7 +48,7 @@ HOSTS = {
     ("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc"): {
         "host": None, "files": {"ai_controller.gd": TRAINING_CONTROLLER}, "children": [], "check": "plays"},
     ("shipping-your-agent.md", "# Plays a recurrent policy (ppo_godot_lstm.py --gd"): {
-        "host": GAME_SIDE, "children": [], "check": "plays with a reset"},
+        "host": None, "files": {"ai_controller.gd": TRAINING_CONTROLLER}, "children": [], "check": "plays with a reset"},
     CAMERA_MODES: {  # "a few lines in the AIController"
         "host": "extends AIController3D\n\n\nSNIPPET_TEXT", "children": [CAMERA_2D], "check": "camera modes"},
     ("using-the-scripts.md", "extends AIController2D"): {"host": None, "children": [], "check": "actions"},
@@ -152,14 +151,13 @@ def test_the_snippets_run_without_an_error(answers):
 def test_the_shipping_controller_plays_the_exported_policy_every_8_ticks(answers):
     """About 20 physics ticks (the driver waits 20 physics frames): decisions at ticks 0, 8 and 16, each the torch
     policy's greedy action; the controller, a subclass of the game's training controller, has left the AGENT group
-    (no Sync node collects it), is in model mode, counts its ticks as the plugin does (n_steps) and clears done."""
+    (no Sync node collects it), is in model mode and counts its ticks as the plugin does (n_steps)."""
     answer = answers[0][("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc")]
     with torch.no_grad():
         greedy = answers[2].get_action(torch.tensor([o["obs"] for o in OBSERVATIONS]), greedy=True).numpy()
     assert answer["ticks"] >= 17 and len(answer["actions"]) == -(-answer["ticks"] // 8) == 3
     assert answer["actions"] == [{"move": int(a[0])} for a in greedy]
     assert answer["heuristic"] == "model" and not answer["in_agent_group"] and answer["n_steps"] == answer["ticks"]
-    assert answer["done"] is False
 
 
 def test_the_camera_controller_sends_hex_in_training_and_floats_in_inference(answers):
