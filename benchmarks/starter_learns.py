@@ -115,8 +115,9 @@ func _initialize():
 	Engine.physics_ticks_per_second = int(round(speed * 60))
 	Engine.time_scale = speed
 	# Not in the plugin: the browser runs frames about 60 times a second, and Godot runs at most this many
-	# physics ticks a frame (8 by default): let one frame run the speed_up ticks it is owed
-	Engine.max_physics_steps_per_frame = max(8, int(ceil(speed)))
+	# physics ticks a frame (8 by default): let one frame run the speed_up ticks it is owed. The page's
+	# --max_physics_steps_per_frame=N (this benchmark's, not the plugin's) sets it instead.
+	Engine.max_physics_steps_per_frame = int(args.get("max_physics_steps_per_frame", str(max(8, int(ceil(speed))))))
 	action_repeat = int(args.get("action_repeat", str(action_repeat)))
 	seed(int(args.get("env_seed", "1")))
 	print("physics ticks a second ", Engine.physics_ticks_per_second, ", time scale ", Engine.time_scale,
@@ -671,9 +672,11 @@ def relay_numbers(relay, lines):
                 exchange_share=speed["exchange_s"] / speed["s"])
 
 
-def baseline(files, policy, args, speedup=None, agent_steps=None):
-    """A policy played here (PolicyTrainer) through the same relay and pack, for args.baseline_steps agent-steps."""
-    relay, lines = play(files, [f"--speedup={speedup or args.speedup}", "--env_seed=1"],
+def baseline(files, policy, args, setting=None, agent_steps=None):
+    """A policy played here (PolicyTrainer) through the same relay and pack, for args.baseline_steps agent-steps;
+    setting: (speed_up, physics ticks a frame at most), default (args.speedup, speed_up)."""
+    speedup, per_frame = setting or (args.speedup, max(8, args.speedup))
+    relay, lines = play(files, [f"--speedup={speedup}", f"--max_physics_steps_per_frame={per_frame}", "--env_seed=1"],
                         PolicyTrainer(policy, agent_steps or args.baseline_steps, seed=0), args.timeout)
     if relay.error or not any(text == DONE for _, text in lines):
         raise RuntimeError(f"the baseline did not finish (relay: {relay.error}): {lines[-5:]}")
@@ -734,17 +737,18 @@ def report(args, command, baselines, sweep, runs):
         lines.append(f"| {name} | {len(numbers['episodes']):,} | {ret:.3f} | {goal:.1%} | {1 - goal:.1%} | "
                      f"{length:.1f} | {numbers['relay_sps']:,.0f} |")
     lines += ["", f"The bridge's speed at each speed_up (the page's --speedup; the Sync stand-in sets physics_ticks_per_second "
-              "to 60 x speed_up, as the plugin does, and max_physics_steps_per_frame to speed_up, at least Godot's "
-              f"default 8), the random policy for {args.sweep_steps:,} agent-steps, no learning, "
+              "to 60 x speed_up, as the plugin does, and Engine.max_physics_steps_per_frame to speed_up, at least "
+              "Godot's default 8, or as the row says), the random policy for {args.sweep_steps:,} agent-steps, no learning, "
               f"{args.sweep_repeats} times each, the settings interleaved; median (min to max):", "",
               "| speed_up | physics ticks a frame at most | physics ticks/s | exchanges/s | one exchange (ms) | "
               "agent-steps/s |", "|---|---|---|---|---|---|"]
-    for speedup, measured in sweep.items():
+    for (speedup, per_frame), measured in sweep.items():
         cells = []
         for key, digits in (("ticks_per_s", 0), ("exchanges_per_s", 0), ("exchange_ms", 1), ("relay_sps", 0)):
             values = [numbers[key] for numbers in measured]
             cells.append(f"{np.median(values):,.{digits}f} ({min(values):,.{digits}f} to {max(values):,.{digits}f})")
-        lines.append(f"| {speedup} | {max(8, speedup)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {speedup} | {per_frame}{' (the plugin leaves it at 8)' if per_frame == 8 < speedup else ''} | "
+                     + " | ".join(cells) + " |")
     lines += ["", f"Training, seed by seed (the last {WINDOW} episodes; \"of scripted\": their mean return over the "
               "scripted policy's):", "",
               "| seed | agent-steps | wall (min) | agent-steps/s (ppo_godot.py's SPS) | "
@@ -837,6 +841,12 @@ def figure(args, command, baselines, runs):
     save_figure(fig, REPO / "docs" / "images" / "starter_learns.png", command)
 
 
+def sweep_setting(text):
+    """"64" -> (64, 64), "64:8" -> (64, 8), "1" -> (1, 8): (speed_up, physics ticks a frame at most)."""
+    speedup, _, per_frame = text.partition(":")
+    return int(speedup), int(per_frame or max(8, int(speedup)))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=3, help="ppo_godot.py runs, seeds 1..N, one at a time")
@@ -845,8 +855,9 @@ def main():
     p.add_argument("--speedup", type=int, default=256,
                    help="the Sync node's speed_up (the page's --speedup): physics ticks per 1/60 s, and per frame")
     p.add_argument("--baseline-steps", type=int, default=64_000, help="agent-steps each baseline plays")
-    p.add_argument("--sweep", type=int, nargs="*", default=[1, 8, 64, 256],
-                   help="speed_up values at which the random policy's speed is measured first")
+    p.add_argument("--sweep", type=sweep_setting, nargs="*", default=[(1, 8), (8, 8), (64, 8), (64, 64), (256, 256)],
+                   help="settings at which the random policy's speed is measured first: speed_up, or speed_up:N with "
+                        "at most N physics ticks a frame (else speed_up, at least 8)")
     p.add_argument("--sweep-steps", type=int, default=8192, help="agent-steps at each of them")
     p.add_argument("--sweep-repeats", type=int, default=3, help="measurements at each of them, interleaved")
     p.add_argument("--ppo-args", default="", help="more flags for ppo_godot.py")
@@ -870,12 +881,13 @@ def main():
         ret, goal, length = last(baselines[name]["episodes"], len(baselines[name]["episodes"]))
         print(f"{name}: {ret:.3f} per episode, the goal in {goal:.1%}, {length:.1f} actions, "
               f"{baselines[name]['relay_sps']:,.0f} agent-steps/s", flush=True)
-    sweep = {speedup: [] for speedup in args.sweep}
-    for _ in range(args.sweep_repeats):  # the random policy's speed at each speed_up, the settings interleaved
-        for speedup in args.sweep:
-            sweep[speedup].append(baseline(files, random_policy, args, speedup, agent_steps=args.sweep_steps))
-            print(f"--speedup={speedup}: {sweep[speedup][-1]['ticks_per_s']:,.0f} ticks/s, "
-                  f"{sweep[speedup][-1]['relay_sps']:,.0f} agent-steps/s", flush=True)
+    sweep = {setting: [] for setting in args.sweep}
+    for _ in range(args.sweep_repeats):  # the random policy's speed at each setting, the settings interleaved
+        for setting in args.sweep:
+            sweep[setting].append(baseline(files, random_policy, args, setting, agent_steps=args.sweep_steps))
+            print(f"speed_up {setting[0]}, at most {setting[1]} ticks a frame: "
+                  f"{sweep[setting][-1]['ticks_per_s']:,.0f} ticks/s, {sweep[setting][-1]['relay_sps']:,.0f} "
+                  "agent-steps/s", flush=True)
     runs = {}
     for seed in range(1, args.seeds + 1):
         runs[seed] = train(files, seed, args, workdir / f"seed{seed}")
