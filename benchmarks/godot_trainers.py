@@ -2,7 +2,7 @@
 
     python benchmarks/godot_trainers.py --setup    # Sample Factory's own venv, once (.cache/venv-sample-factory)
     python benchmarks/godot_trainers.py            # every trainer on both games, seeds 1-3
-    python benchmarks/godot_trainers.py --tiny     # 4,096 agent-steps (slow Chase 2,048), seed 1, no Sample Factory
+    python benchmarks/godot_trainers.py --tiny     # 4,096 agent-steps a run, seed 1, no Sample Factory
 
 The rows (each run starts its own 2 game processes of 16 agents: 32 agents, the same game binary and seeds):
   ppo_godot.py          ppo_godot.py at its defaults, --n-parallel 2
@@ -530,7 +530,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--setup", action="store_true", help="build Sample Factory's venv and exit")
     p.add_argument("--tiny", action="store_true",
-                   help="4,096 agent-steps (slow Chase 2,048), seed 1, 32 greedy episodes, no Sample Factory")
+                   help="4,096 agent-steps a run, seed 1, 32 greedy episodes, no Sample Factory")
     p.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
     p.add_argument("--fast-budget", type=int, default=300_000, help="agent-steps a run on fast Chase")
     p.add_argument("--slow-budget", type=int, default=150_000, help="agent-steps a run on slow Chase")
@@ -552,7 +552,7 @@ def main(argv=None):
     if args.setup:
         return setup()
     if args.tiny:
-        args.seeds, args.fast_budget, args.slow_budget, args.eval_episodes = 1, 4096, 2048, 32
+        args.seeds, args.fast_budget, args.slow_budget, args.eval_episodes = 1, 4096, 4096, 32
         if args.trainers is None:
             args.trainers = ",".join(row for row in ROWS if row not in SAMPLE_FACTORY)
     rows = [row.strip() for row in (args.trainers or ",".join(ROWS)).split(",") if row.strip()]
