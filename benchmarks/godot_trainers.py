@@ -4,11 +4,24 @@
     python benchmarks/godot_trainers.py            # every trainer on both games, seeds 1-3
     python benchmarks/godot_trainers.py --tiny     # 4,096 agent-steps a run, seed 1, no Sample Factory
 
-The rows (each run starts its own 2 game processes of 16 agents: 32 agents, the same game binary and seeds):
+The whole benchmark is 42 runs (7 rows x 2 games x 3 seeds). My estimate on 2 free cores is about 3 hours: fast
+Chase about 70 minutes, slow Chase about 115. It rests on speeds measured before (ppo_godot.py 17,700-19,400 and
+RLlib 3,800 agent-steps/s in results/godot_chase_discrete.md and rllib_chase.md) and on runs of a few thousand
+agent-steps on a busy machine while this was written: SB3 paced 410-440 agent-steps/s (its 300,000 take 12 minutes
+a seed), Sample Factory about 2,800 unpaced and 1,900 paced in its first 10 seconds, slow Chase's 2 games alone
+about 620. Each finished run is kept (.cache/godot_trainers/runs), so the benchmark can be split, e.g. over two
+sessions, and the tables written from all the runs:
+    python benchmarks/godot_trainers.py --games fast --resume
+    python benchmarks/godot_trainers.py --games slow --resume
+    python benchmarks/godot_trainers.py --resume    # runs nothing new; writes both games' tables and the figure
+
+The rows. Each run starts its own 2 game processes of 16 agents (32 agents) from the same game binary; each
+trainer seeds them its own way from --seed:
   ppo_godot.py          ppo_godot.py at its defaults, --n-parallel 2
   sb3                   godot-rl's Stable-Baselines3 path: StableBaselinesGodotEnv + SB3 PPO("MultiInputPolicy") with
                         its example's settings (examples/stable_baselines3_example.py at v0.8.2: n_steps 32, learning
-                        rate 3e-4, ent_coef 1e-4, the rest SB3 2.4.0's defaults), n_parallel 2
+                        rate 3e-4, ent_coef 1e-4, the rest SB3 2.4.0's defaults; torch's default threads, 2 here),
+                        n_parallel 2 (the example's default is 1)
   sb3-ppo-godot         the same path with ppo_godot.py's settings (64 steps, 4 epochs of 4 minibatches, learning rate
                         1e-3 decaying to 0, ent_coef 0.01, clipped value loss, rewards scaled by VecNormalize, 1 torch
                         thread): the implementation apart from the settings
@@ -21,7 +34,10 @@ a trainer as its example runs it, where its pacing differs (the game paced by th
 --fixed-fps):
   sb3-paced             sb3, as stable_baselines3_example.py starts its games
   sample-factory-paced  gdrl --trainer=sf at godot-rl's defaults: 1 worker x 2 envs, --worker_num_splits 2
-What breaks in godot-rl's wrappers, and how it is fixed for these runs: benchmarks/godot_rl_fixes.py.
+godot-rl's SB3 and Sample Factory wrappers take every end as terminal (no time-out is bootstrapped) and the step on
+which the Chase game only resets a finished agent as an ordinary step (reward 0); ppo_godot.py leaves that step out
+and bootstraps time-outs, RLlib's script starts the game with --autoreset_mode=same_step. Each runs as a user's run
+would. What breaks in godot-rl's wrappers, and how it is fixed for these runs: benchmarks/godot_rl_fixes.py.
 
 The games: fast Chase (godot/chase/chase_discrete.x86_64; well under 1 ms a step of its 16 agents) and slow
 Chase, the same game with --tick_cost_ms=50: every physics tick, so every step, spends at least 50 ms busy
@@ -43,7 +59,8 @@ Measured per trainer, game and seed:
     marked; Sample Factory exports nothing for Godot.
 Writes benchmarks/results/godot_trainers.md (medians over seeds, the return by wall-clock minute, the margins
 below against the runs) and benchmarks/figures/godot_trainers.png (return against wall-clock, mean and min-max
-over seeds, one panel per game); --tiny writes godot_trainers_tiny.*, and --out DIR writes under DIR instead.
+over seeds, one panel per game, minutes on a log scale); --tiny writes godot_trainers_tiny.*, and --out DIR writes
+under DIR instead.
 
 Margins, set before the first timed run (issue 61, item 5):
   1. ppo_godot.py reaches the threshold first in wall-clock on both games, on every seed: for each game and seed,
@@ -56,7 +73,6 @@ import contextlib
 import ctypes
 import json
 import os
-import re
 import resource
 import shlex
 import shutil
@@ -69,7 +85,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import REPO, draw_seeds, read_run, running_mean, save_figure
+from common import REPO, read_run, running_mean, save_figure
 
 GAMES, AGENTS = 2, 16  # game processes a run, agents a game
 FAST = REPO / "godot" / "chase" / "chase_discrete.x86_64"
@@ -498,8 +514,19 @@ def write_outputs(name, out, results, info, argv):
     plot(out / "figures" / f"{name}.png", results, info, command_line)
 
 
+def draw_seeds(ax, label, curves):
+    """On ax, the mean over seeds of each seed's running mean of its last WINDOW returns against minutes, with the
+    min-max band over seeds, from the minute every seed has an episode to the minute the first seed ends."""
+    first, last = max(minutes[0] for minutes, _ in curves), min(minutes[-1] for minutes, _ in curves)
+    grid = np.linspace(first, max(first, last), 200)
+    values = np.stack([np.interp(grid, minutes, running_mean(returns, WINDOW)) for minutes, returns in curves])
+    line, = ax.plot(grid, values.mean(axis=0), label=f"{label} ({len(curves)} seed{'s' * (len(curves) > 1)})")
+    ax.fill_between(grid, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
+
+
 def plot(path, results, info, command_line):
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -510,10 +537,12 @@ def plot(path, results, info, command_line):
             curves = [(np.asarray(r["curve"][0]) / 60, np.asarray(r["curve"][1])) for r in runs
                       if not r["failed"] and len(r["curve"][1])]
             if curves:
-                draw_seeds(ax, f"{ROWS[row][0]}{', paced' if 'paced' in ROWS[row][1] else ''}", curves, WINDOW)
+                draw_seeds(ax, f"{ROWS[row][0]}{'' if ROWS[row][1] == 'unpaced' else ', paced'}", curves)
         ax.axhline(info["scripted"], color="gray", linestyle="--", linewidth=1, label="scripted near-optimal")
         ax.axhline(info["threshold"], color="gray", linestyle=":", linewidth=1, label=f"{SHARE:.0%} of it")
-        ax.set_xlabel("minutes since the trainer started")
+        ax.set_xscale("log")  # runs of 0.5 and 15 minutes on one axis
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.set_xlabel("minutes since the trainer started (log scale)")
         ax.set_ylabel(f"episodic return (mean of the last {WINDOW})")
         ax.set_title(f"{game}, {info['budgets'][game]:,} agent-steps a run\nline: mean over seeds; band: min-max",
                      fontsize=9)
@@ -600,6 +629,10 @@ def main(argv=None):
                       f"{' (stopped at the cap)' if result['capped'] else ''}"
                       f"{' FAILED' if result['failed'] else ''}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
+    for run in (r for by_row in results.values() for runs in by_row.values() for r in runs):
+        # against this invocation's threshold, runs kept from earlier ones (--resume) too
+        reached = first_reach(np.asarray(run["curve"][0]), np.asarray(run["curve"][1]), info["threshold"])
+        run["minutes_to_threshold"] = None if reached is None else reached / 60
     name = "godot_trainers_tiny" if args.tiny else "godot_trainers"
     write_outputs(name, Path(args.out), results, info, argv)
     raw = Path(args.out) / "results" / f"{name}_runs.json"  # the runs without their curves, for a reader's check
