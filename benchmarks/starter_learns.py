@@ -738,7 +738,7 @@ def report(args, command, baselines, sweep, runs):
                      f"{length:.1f} | {numbers['relay_sps']:,.0f} |")
     lines += ["", f"The bridge's speed at each speed_up (the page's --speedup; the Sync stand-in sets physics_ticks_per_second "
               "to 60 x speed_up, as the plugin does, and Engine.max_physics_steps_per_frame to speed_up, at least "
-              "Godot's default 8, or as the row says), the random policy for {args.sweep_steps:,} agent-steps, no learning, "
+              f"Godot's default 8, or as the row says), the random policy for {args.sweep_steps:,} agent-steps, no learning, "
               f"{args.sweep_repeats} times each, the settings interleaved; median (min to max):", "",
               "| speed_up | physics ticks a frame at most | physics ticks/s | exchanges/s | one exchange (ms) | "
               "agent-steps/s |", "|---|---|---|---|---|---|"]
@@ -769,7 +769,8 @@ def report(args, command, baselines, sweep, runs):
     marks = [m for m in CHECKPOINTS if m <= args.total_timesteps]
     lines += ["", f"The mean return of the last {WINDOW} episodes that began by each count of agent-steps (mean over "
               "seeds, min to max), the share of them that reached the goal (mean over seeds), and, as TensorBoard "
-              f"draws it, the mean return of the last {WINDOW} that ended by then (mean over seeds):", "",
+              f"draws it, the mean return of the last {WINDOW} that ended by then (mean over seeds; -: fewer than "
+              f"{WINDOW} had):", "",
               "| agent-steps | " + " | ".join(f"{m:,}" for m in marks) + " |", "|---|" + "---|" * len(marks)]
     cells, goals, ended = [], [], []
     for m in marks:
