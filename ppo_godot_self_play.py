@@ -1887,7 +1887,7 @@ def connect(args, port, seed, procs):
         listener.listen(1)
         port = listener.getsockname()[1]
         if args.env_path is None:
-            print(f"waiting up to {args.connect_timeout:.0f} s on port {port}: press Play in the Godot editor")
+            print(f"waiting up to {args.connect_timeout:.0f} s on port {port}: press Play in the Godot editor", flush=True)
         else:  # GodotEnv's command line, started here so that this process owns the game
             command = [os.path.abspath(args.env_path), f"--port={port}", f"--env_seed={seed}"]
             if not args.show_window:
@@ -1904,7 +1904,7 @@ def connect(args, port, seed, procs):
             procs[-1].log_path, procs[-1].log_temporary = log_path, temporary
         game = GuardedGodotEnv(listener, procs[-1] if args.env_path else None, args.connect_timeout)
         if args.env_path is None:  # the editor shows nothing of it: say that the game is in
-            print(f"the game connected on port {port}; agents in it: {game.num_envs}")
+            print(f"the game connected on port {port}; agents in it: {game.num_envs}", flush=True)
         return game
 
 
