@@ -358,7 +358,8 @@ def listening(port=0):
 def game():
     """game(launcher, *flags): a demo game started as the trainer starts it, on a port the system picks, and
     spoken to as the trainer does: (its env_info, its reply to reset, play(actions) -> its reply to one action
-    message). Every game it started is closed at the end, and none is left running."""
+    message; play.pid is the game's process). Every game it started is closed at the end, and none is left
+    running."""
     needs_godot()
     started = []
 
@@ -376,6 +377,7 @@ def game():
             connected._send_as_json({"type": "action", "action": actions})
             return ppo_godot.await_reply(connected, 10)
 
+        play.pid = proc.pid
         return connected.env_info, first, play
 
     yield start
