@@ -20,8 +20,7 @@ would from the editor. The bridge, all in this file:
   speed_up: each tick is still 1/60 s of game time), and also raises Engine.max_physics_steps_per_frame to
   speed_up, which the plugin does not: the web build runs physics from the browser's animation frames (about 60 a
   second), and at Godot's default of 8 steps a frame no more than ~480 ticks a second could run.
-- The plugin's AIController2D, stood in: tests/godot4_plugin.py's addon_files() where that file exists, else
-  AI_CONTROLLER_2D_GD below (the plugin's API and behaviour, written here).
+- The plugin's AIController2D, stood in: tests/godot4_plugin.py's addon_files() (the suite's stand-ins).
 The random and scripted baselines play the same pack through the same relay, with Python's side of the protocol
 played in this file instead of by ppo_godot.py.
 
@@ -62,7 +61,9 @@ import numpy as np
 from common import REPO, episode_curve, read_run, running_mean, save_figure, write_table
 
 sys.path.insert(0, str(REPO / "godot"))
+sys.path.insert(0, str(REPO / "tests"))
 import play_in_browser as web  # noqa: E402  the pack writer and the page runner
+import godot4_plugin  # noqa: E402  the plugin's classes as the suite stands them in
 
 STARTER = REPO / "godot" / "starter"
 TEMPLATE = web.CACHE  # the engine's files, as godot/play_in_browser.py --fetch-template leaves them
@@ -252,95 +253,7 @@ func _read_args() -> Dictionary:
 	return found
 '''
 
-# The plugin's AIController2D as this benchmark needs it, written from its API and behaviour (controller/
-# ai_controller_2d.gd at bf5d6a2): the episode flags, the tick count toward reset_after (needs_reset alone), the
-# AGENT group. Used only where tests/godot4_plugin.py (the suite's stand-ins) is not there.
-AI_CONTROLLER_2D_GD = r'''extends Node2D
-class_name AIController2D
-
-enum ControlModes { INHERIT_FROM_SYNC, HUMAN, TRAINING, ONNX_INFERENCE, RECORD_EXPERT_DEMOS }
-@export var control_mode: ControlModes = ControlModes.INHERIT_FROM_SYNC
-@export var onnx_model_path := ""
-@export var reset_after := 1000
-@export var action_repeat: int = 1
-@export var policy_name: String = "shared_policy"
-
-var heuristic := "human"
-var done := false
-var reward := 0.0
-var n_steps := 0
-var needs_reset := false
-var _player: Node2D
-
-
-func _ready():
-	add_to_group("AGENT")
-
-
-func init(player: Node2D):
-	_player = player
-
-
-func get_obs() -> Dictionary:
-	assert(false, "get_obs is the game's to write")
-	return {"obs": []}
-
-
-func get_reward() -> float:
-	assert(false, "get_reward is the game's to write")
-	return 0.0
-
-
-func get_action_space() -> Dictionary:
-	assert(false, "get_action_space is the game's to write")
-	return {}
-
-
-func set_action(_action) -> void:
-	assert(false, "set_action is the game's to write")
-
-
-func get_info() -> Dictionary:
-	return {}
-
-
-func _physics_process(_delta):
-	n_steps += 1
-	if n_steps > reset_after:
-		needs_reset = true
-
-
-func get_obs_space():
-	return {"obs": {"size": [len(get_obs()["obs"])], "space": "box"}}
-
-
-func reset():
-	n_steps = 0
-	needs_reset = false
-
-
-func reset_if_done():
-	if done:
-		reset()
-
-
-func set_heuristic(h):
-	heuristic = h
-
-
-func get_done():
-	return done
-
-
-func set_done_false():
-	done = false
-
-
-func zero_reward():
-	reward = 0.0
-'''
 SYNC_PATH = "addons/godot_rl_agents/sync.gd"
-CONTROLLER_PATH = "addons/godot_rl_agents/controller/ai_controller_2d.gd"
 TRAIN_SCENE = "starter_learns_train.tscn"  # the benchmark's training scene, added to the pack
 LEVEL_SCENE = "starter_learns_level.tscn"  # the starter's train.tscn without its Sync node, added to the pack
 WINDOW = 100  # episodes in a running mean, and at the end of a run
@@ -351,31 +264,9 @@ SPACING = 1000  # pixels between two copies of the level: the arena is 400 wide,
 
 
 def controller_files():
-    """{res path: text}: the plugin's addon as stood in, the controller at CONTROLLER_PATH (the suite's stand-ins,
-    tests/godot4_plugin.py, where that file exists; else AI_CONTROLLER_2D_GD), and SYNC_GD at SYNC_PATH."""
-    files = {CONTROLLER_PATH: AI_CONTROLLER_2D_GD}
-    if (REPO / "tests" / "godot4_plugin.py").is_file():
-        sys.path.insert(0, str(REPO / "tests"))
-        import godot4_plugin
-        files = dict(godot4_plugin.addon_files())
-    files[SYNC_PATH] = SYNC_GD
-    return files
-
-
-def class_cache(files):
-    """The global class cache (.godot/global_script_class_cache.cfg) for every script with a class_name: without
-    it `extends AIController2D` does not resolve in an exported pack (docs: godot4-web-facts)."""
-    entries = []
-    for path, text in sorted(files.items()):
-        if not path.endswith(".gd"):
-            continue
-        lines = text.splitlines()
-        names = [line.split()[1] for line in lines if line.startswith("class_name ")]
-        bases = [line.split()[1] for line in lines if line.startswith("extends ")]
-        if names:
-            entries.append(f'{{"base": &"{bases[0] if bases else "RefCounted"}", "class": &"{names[0]}", "icon": "", '
-                           f'"is_abstract": false, "is_tool": false, "language": &"GDScript", "path": "res://{path}"}}')
-    return "list=[" + ", ".join(entries) + "]\n"
+    """{res path: text}: the plugin's addon as the suite stands it in (tests/godot4_plugin.py), with SYNC_GD at
+    SYNC_PATH in place of its Sync node."""
+    return {**godot4_plugin.addon_files(), SYNC_PATH: SYNC_GD}
 
 
 def level_scene(train_scene):
@@ -419,7 +310,7 @@ def game_files(project, copies, spacing=SPACING):
     files[LEVEL_SCENE], sync_first = level_scene(files[main_scene[1]])
     files["project.godot"] = files["project.godot"].replace(main_scene[0], f'run/main_scene="res://{TRAIN_SCENE}"')
     files[TRAIN_SCENE] = training_scene(LEVEL_SCENE, copies, spacing, sync_first)
-    files[".godot/global_script_class_cache.cfg"] = class_cache(files)
+    files[".godot/global_script_class_cache.cfg"] = godot4_plugin.class_cache(files)
     return files
 
 
