@@ -4,13 +4,13 @@
     python benchmarks/godot_trainers.py            # every trainer on both games, seeds 1-3
     python benchmarks/godot_trainers.py --tiny     # 4,096 agent-steps a run, seed 1, no Sample Factory
 
-The whole benchmark is 42 runs (7 rows x 2 games x 3 seeds). My estimate on 2 free cores is about 3 hours: fast
-Chase about 70 minutes, slow Chase about 115. It rests on speeds measured before (ppo_godot.py 17,700-19,400 and
-RLlib 3,800 agent-steps/s in results/godot_chase_discrete.md and rllib_chase.md) and on runs of a few thousand
-agent-steps on a busy machine while this was written: SB3 paced 410-440 agent-steps/s (its 300,000 take 12 minutes
-a seed), Sample Factory about 2,800 unpaced and 1,900 paced in its first 10 seconds, slow Chase's 2 games alone
-about 620. Each finished run is kept (.cache/godot_trainers/runs), so the benchmark can be split, e.g. over two
-sessions, and the tables written from all the runs:
+The whole benchmark is 48 runs (8 rows x 2 games x 3 seeds). My estimate on 2 free cores, before the first timed
+run, was about 3 hours: fast Chase about 70 minutes, slow Chase about 115 at 150,000 agent-steps a run. It rests on
+speeds measured before (ppo_godot.py 17,700-19,400 and RLlib 3,800 agent-steps/s in results/godot_chase_discrete.md
+and rllib_chase.md) and on runs of a few thousand agent-steps on a busy machine while this was written: SB3 paced
+410-440 agent-steps/s (its 300,000 take 12 minutes a seed), Sample Factory about 2,800 unpaced and 1,900 paced in
+its first 10 seconds, slow Chase's 2 games alone about 620. Each finished run is kept (.cache/godot_trainers/runs),
+so the benchmark can be split, e.g. over two sessions, and the tables written from all the runs:
     python benchmarks/godot_trainers.py --games fast --resume
     python benchmarks/godot_trainers.py --games slow --resume
     python benchmarks/godot_trainers.py --resume    # runs nothing new; writes both games' tables and the figure
@@ -18,6 +18,15 @@ sessions, and the tables written from all the runs:
 The rows. Each run starts its own 2 game processes of 16 agents (32 agents) from the same game binary; each
 trainer seeds them its own way from --seed:
   ppo_godot.py          ppo_godot.py at its defaults, --n-parallel 2
+  ppo_godot.py-slow-game
+                        the same with SLOW_GAME_FLAGS (16 steps a rollout, minibatches of 64, 10 epochs): an update
+                        every 512 agent-steps that takes 80 gradient steps from them, where the defaults take 16 from
+                        2,048. Added after fast Chase's first seed (the "after" of item 5): SB3 at its example's
+                        settings reached 90% in 15,712 agent-steps there, ppo_godot.py in 28,192, which on a game
+                        whose steps cost more than the update means later in wall-clock. Chosen from a probe on fast
+                        Chase before any slow run (agent-steps to 90%, seeds 1-3, 80,000 agent-steps a run): defaults
+                        27,264-35,136; --num-steps 32 --num-minibatches 16 --update-epochs 10 12,864-14,176; these
+                        flags 10,528-12,800; more epochs or smaller minibatches alone 19,328-26,752
   sb3                   godot-rl's Stable-Baselines3 path: StableBaselinesGodotEnv + SB3 PPO("MultiInputPolicy") with
                         its example's settings (examples/stable_baselines3_example.py at v0.8.2: n_steps 32, learning
                         rate 3e-4, ent_coef 1e-4, the rest SB3 2.4.0's defaults; torch's default threads, 2 here),
@@ -41,8 +50,10 @@ would. What breaks in godot-rl's wrappers, and how it is fixed for these runs: b
 
 The games: fast Chase (godot/chase/chase_discrete.x86_64; well under 1 ms a step of its 16 agents) and slow
 Chase, the same game with --tick_cost_ms=50: every physics tick, so every step, spends at least 50 ms busy
-(tests/test_godot_trainers.py: nothing it sends changes). Budgets: 300,000 agent-steps on fast Chase, 150,000 on
-slow Chase; a run still going after --max-minutes (15) is stopped (Ctrl-C) and marked so.
+(tests/test_godot_trainers.py: nothing it sends changes). Budgets: 300,000 agent-steps on fast Chase, 100,000 on
+slow Chase (150,000 when the margins were written; cut after fast Chase's first seed, where every row reached the
+threshold within 86,000 agent-steps, so that slow Chase fits in an hour); a run still going after --max-minutes (15)
+is stopped (Ctrl-C) and marked so.
 
 Measured per trainer, game and seed:
   - agent-steps per second over the whole run: the agent-steps the games played / the seconds from starting the
@@ -57,12 +68,13 @@ Measured per trainer, game and seed:
     ppo_godot.py's and RLlib's ONNX exports. godot-rl's SB3 ONNX export fails on torch 2.13 (No module named
     'onnxscript'; godot_rl_agents #247), so the SB3 rows give their saved model's deterministic action instead,
     marked; Sample Factory exports nothing for Godot.
-Writes benchmarks/results/godot_trainers.md (medians over seeds, the return by wall-clock minute, the margins
-below against the runs) and benchmarks/figures/godot_trainers.png (return against wall-clock, mean and min-max
-over seeds, one panel per game, minutes on a log scale); --tiny writes godot_trainers_tiny.*, and --out DIR writes
-under DIR instead.
+Writes benchmarks/results/godot_trainers.md (medians over seeds, the return by wall-clock time, where the time to
+90% goes, the margins below against the runs) and benchmarks/figures/godot_trainers.png (return against wall-clock,
+mean and min-max over seeds, one panel per game, minutes on a log scale); --tiny writes godot_trainers_tiny.*, and
+--out DIR writes under DIR instead.
 
-Margins, set before the first timed run (issue 61, item 5):
+Margins, set before the first timed run (issue 61, item 5); each of ppo_godot.py's two rows is judged on its own,
+against the rows that are not ppo_godot.py's:
   1. ppo_godot.py reaches the threshold first in wall-clock on both games, on every seed: for each game and seed,
      its minutes to 90% are fewer than every other row's (a row that never reaches it counts as infinitely late);
   2. on fast Chase, at least 2x sooner than the best other trainer: the median over seeds of the best other row's
@@ -95,8 +107,10 @@ WINDOW = 100  # episodes in the running mean
 SF_VENV = REPO / ".cache" / "venv-sample-factory"
 SF_PYTHON = SF_VENV / "bin" / "python"
 SF_REQUIREMENTS = REPO / "benchmarks" / "requirements-sample-factory.txt"
+SLOW_GAME_FLAGS = ["--num-steps", "16", "--num-minibatches", "8", "--update-epochs", "10"]
 ROWS = {  # key: (label, pacing)
     "ppo_godot.py": ("ppo_godot.py", "unpaced"),
+    "ppo_godot.py-slow-game": ("ppo_godot.py, a slow game's flags: " + " ".join(SLOW_GAME_FLAGS), "unpaced"),
     "sb3": ("SB3 (godot-rl), its example's settings", "unpaced"),
     "sb3-ppo-godot": ("SB3 (godot-rl), ppo_godot.py's settings", "unpaced"),
     "sample-factory": ("Sample Factory (godot-rl), 2 workers x 1 game", "unpaced"),
@@ -106,6 +120,7 @@ ROWS = {  # key: (label, pacing)
                              "as its example runs it: paced"),
 }
 SAMPLE_FACTORY = ("sample-factory", "sample-factory-paced")
+MINE = ("ppo_godot.py", "ppo_godot.py-slow-game")  # the rows the margins judge, each against the other trainers
 
 
 # ------------------------------------------------------------------------------------------------
@@ -208,10 +223,10 @@ def sb3_policy(path):
 # ------------------------------------------------------------------------------------------------
 def command(row, game, seed, budget, folder):
     """The command line of one run, from the repository's root."""
-    if row == "ppo_godot.py":
+    if row in MINE:
         return [sys.executable, str(REPO / "ppo_godot.py"), "--env-path", str(game), "--n-parallel", str(GAMES),
                 "--seed", str(seed), "--total-timesteps", str(budget), "--log-dir", str(folder / "runs"),
-                "--onnx-export-path", str(folder / "policy.onnx")]
+                "--onnx-export-path", str(folder / "policy.onnx"), *(SLOW_GAME_FLAGS if row != "ppo_godot.py" else [])]
     if row == "rllib":
         return [sys.executable, str(REPO / "scale" / "ppo_rllib_godot.py"), "--env-path", str(game),
                 "--num-env-runners", str(GAMES), "--num-cpus", str(GAMES), "--seed", str(seed),
@@ -330,27 +345,31 @@ def run_process(argv, folder, cap_s):
 
 
 def episodes_of(row, folder):
-    """(end times, returns) of every training episode, in the order they ended, and the agent-steps played."""
-    if row in ("ppo_godot.py", "rllib"):
+    """(end times, returns, the agent-steps all the run's games had played by then) of every training episode, in
+    the order they ended, and the agent-steps played in all."""
+    if row in (*MINE, "rllib"):
         acc = read_run(next((folder / "runs").iterdir()))
         tags = acc.Tags()["scalars"]  # a run too short for any episode to end has no episodic_return
         events = acc.Scalars("charts/episodic_return") if "charts/episodic_return" in tags else []
         steps = max(e.step for e in acc.Scalars("charts/SPS")) if "charts/SPS" in tags else 0
-        times, returns = [e.wall_time for e in events], [e.value for e in events]
-    else:  # godot_rl_fixes.py's records, one file a game
-        times, returns, steps = [], [], 0
-        for path in (folder / "episodes").glob("*.jsonl"):
-            lines = [json.loads(line) for line in path.read_text().splitlines()]
-            steps += max(line["steps"] for line in lines)
-            times += [line["t"] for line in lines if "r" in line]
-            returns += [line["r"] for line in lines if "r" in line]
+        times, returns, played = [e.wall_time for e in events], [e.value for e in events], [e.step for e in events]
+    else:  # godot_rl_fixes.py's records, one file a game, merged in time: each game's count as it last wrote it
+        lines = [dict(json.loads(line), game=game) for game, path in enumerate((folder / "episodes").glob("*.jsonl"))
+                 for line in path.read_text().splitlines()]
+        lines.sort(key=lambda line: line["t"])
+        times, returns, played, last = [], [], [], {}
+        for line in lines:
+            last[line["game"]] = line["steps"]
+            if "r" in line:
+                times.append(line["t"]), returns.append(line["r"]), played.append(sum(last.values()))
+        steps = sum(last.values())
     order = np.argsort(times, kind="stable")
-    return np.asarray(times)[order], np.asarray(returns)[order], int(steps)
+    return np.asarray(times)[order], np.asarray(returns)[order], np.asarray(played, dtype=int)[order], int(steps)
 
 
 def greedy_return(row, folder, seed, episodes):
     """(the greedy return of the run's export or saved model, what it is) or (None, why there is none)."""
-    if row in ("ppo_godot.py", "rllib"):
+    if row in (*MINE, "rllib"):
         path = folder / "policy.onnx"
         return (play_greedy(onnx_policy(path), 100 + seed, episodes), "ONNX") if path.exists() else (None, "none")
     if row.startswith("sb3"):
@@ -363,7 +382,8 @@ def greedy_return(row, folder, seed, episodes):
 
 
 def first_reach(times, returns, threshold, window=WINDOW):
-    """Seconds (on times' clock) of the first episode where the mean of the last `window` reaches threshold."""
+    """Seconds (on times' clock) of the first episode where the mean of the last `window` reaches threshold; or
+    whatever else times holds of each episode (the agent-steps played by then)."""
     for i in range(window - 1, len(returns)):
         if returns[i - window + 1:i + 1].mean() >= threshold:
             return float(times[i])
@@ -375,18 +395,21 @@ def run_one(row, game_path, seed, budget, threshold, args, keep):
     folder = Path(tempfile.mkdtemp(prefix=f"{row}-", dir=keep))
     start, seconds, cpu, capped, code = run_process(command(row, game_path, seed, budget, folder), folder,
                                                     60 * args.max_minutes)
-    times, returns, steps = episodes_of(row, folder)
+    times, returns, played, steps = episodes_of(row, folder)
     failed = code != 0 and not capped
     if failed:
         tail = (folder / "output.log").read_bytes()[-2000:].decode(errors="replace")
         print(f"{row} seed {seed} exited {code}; the end of {folder / 'output.log'}:\n{tail}", flush=True)
     reached = first_reach(times, returns, threshold)
+    reached_steps = first_reach(played, returns, threshold)
     greedy, what = (None, "none") if failed else greedy_return(row, folder, seed, args.eval_episodes)
     result = dict(row=row, seed=seed, budget=budget, steps=steps, seconds=seconds, cpu=cpu, capped=capped,
                   exit_code=code, failed=failed, episodes=len(returns),
                   minutes_to_threshold=None if reached is None else (reached - start) / 60,
+                  steps_to_threshold=reached_steps, first_episode_seconds=float(times[0] - start) if len(times) else None,
                   final=float(returns[-WINDOW:].mean()) if len(returns) else None, greedy=greedy, greedy_of=what,
-                  curve=[(times - start).round(3).tolist(), np.round(returns, 4).tolist()])
+                  curve=[(times - start).round(3).tolist(), np.round(returns, 4).tolist(), played.tolist()],
+                  folder=str(folder) if args.keep_folders else None)
     if not args.keep_folders:
         shutil.rmtree(folder, ignore_errors=True)
     return result
@@ -404,15 +427,19 @@ def cell(x, digits=0):
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
-def minutes_cell(runs):
-    """The median minutes to the threshold, a seed that never reached it counting as infinitely late."""
-    minutes = sorted(np.inf if r["minutes_to_threshold"] is None else r["minutes_to_threshold"] for r in runs)
-    median = float(np.median(minutes))
-    return "never" if not np.isfinite(median) else f"{median:.1f}"
+def late(run):
+    """Minutes to the threshold, a run that never reached it counting as infinitely late."""
+    return np.inf if run["minutes_to_threshold"] is None else run["minutes_to_threshold"]
+
+
+def seconds_cell(runs):
+    """The median seconds to the threshold (fast Chase's are a few seconds: minutes would round them alike)."""
+    median = float(np.median([late(r) for r in runs]))
+    return "never" if not np.isfinite(median) else f"{60 * median:.1f}"
 
 
 def row_lines(runs_by_row):
-    lines = ["| trainer | pacing | agent-steps played | agent-steps/s | CPU-seconds (trainer + games) | minutes to 90% "
+    lines = ["| trainer | pacing | agent-steps played | agent-steps/s | CPU-seconds (trainer + games) | seconds to 90% "
              "| seeds reaching 90% | return at the end (last 100 episodes) | greedy return (what was played) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row, runs in runs_by_row.items():
@@ -425,68 +452,83 @@ def row_lines(runs_by_row):
         sps = median_or_none([r["steps"] / r["seconds"] for r in done])
         what = "; ".join(sorted({r["greedy_of"] for r in done}))
         lines.append(f"| {label} | {pacing} | {cell(median_or_none([r['steps'] for r in done]))} | {cell(sps)}{f' ({capped} stopped at the cap)' if capped else ''} "
-                     f"| {cell(median_or_none([r['cpu'] for r in done]))} | {minutes_cell(done)} "
+                     f"| {cell(median_or_none([r['cpu'] for r in done]))} | {seconds_cell(done)} "
                      f"| {sum(r['minutes_to_threshold'] is not None for r in done)}/{len(done)} "
                      f"| {cell(median_or_none([r['final'] for r in done]), 2)} "
                      f"| {cell(median_or_none([r['greedy'] for r in done]), 2)} ({what}) |")
     return lines
 
 
-def by_minute(runs, minute):
-    """The mean of the last 100 episodes ended by `minute` minutes after the start, median over seeds."""
+def by_time(runs, seconds):
+    """The mean of the last 100 episodes ended by `seconds` after the start, median over seeds (a run that had
+    ended by then: its last 100)."""
     values = []
     for r in runs:
-        times, returns = (np.asarray(x) for x in r["curve"])
-        ended = returns[times <= 60 * minute]
+        times, returns = (np.asarray(x) for x in r["curve"][:2])
+        ended = returns[times <= seconds]
         values.append(float(ended[-WINDOW:].mean()) if len(ended) else None)
     return median_or_none(values) if all(v is not None for v in values) else None
 
 
-def minute_lines(runs_by_row):
-    longest = max(max(r["seconds"] for r in runs) for runs in runs_by_row.values()) / 60
-    step = max(1, int(np.ceil(longest / 10)))
-    minutes = list(range(step, int(np.ceil(longest)) + step, step))
-    lines = ["| trainer | pacing | " + " | ".join(f"{m} min" for m in minutes) + " |",
-             "|---|---|" + "---|" * len(minutes)]
+def time_lines(runs_by_row):
+    longest = max(max(r["seconds"] for r in runs) for runs in runs_by_row.values())
+    points = [t for t in (5, 10, 20, 30, 60, 120, 300, 600, 900) if t < longest] + [int(np.ceil(longest))]
+    lines = ["| trainer | pacing | " + " | ".join(f"{t} s" if t < 60 else f"{t / 60:.3g} min" for t in points) + " |",
+             "|---|---|" + "---|" * len(points)]
     for row, runs in runs_by_row.items():
         done = [r for r in runs if not r["failed"]]
         if done:
             lines.append(f"| {ROWS[row][0]} | {ROWS[row][1]} | "
-                         + " | ".join(cell(by_minute(done, m), 2) for m in minutes) + " |")
+                         + " | ".join(cell(by_time(done, t), 2) for t in points) + " |")
     return lines
 
 
-def margin_lines(results, games):
-    """The two margins of the docstring against the runs."""
-    lines = []
+def why_lines(runs_by_row):
+    """The time to the threshold taken apart: start-up (to the first finished episode), the agent-steps the
+    trainer needed, and how fast it played them."""
+    lines = ["| trainer | pacing | seconds to 90% | seconds to the first finished episode | agent-steps to 90% "
+             "| agent-steps/s over the run |", "|---|---|---|---|---|---|"]
+    for row, runs in runs_by_row.items():
+        done = [r for r in runs if not r["failed"]]
+        if done:
+            steps = [np.inf if r.get("steps_to_threshold") is None else r["steps_to_threshold"] for r in done]
+            median_steps = float(np.median(steps))
+            lines.append(f"| {ROWS[row][0]} | {ROWS[row][1]} | {seconds_cell(done)} "
+                         f"| {cell(median_or_none([r.get('first_episode_seconds') for r in done]), 1)} "
+                         f"| {cell(median_steps) if np.isfinite(median_steps) else 'never'} "
+                         f"| {cell(median_or_none([r['steps'] / r['seconds'] for r in done]))} |")
+    return lines
+
+
+def margin_lines(results, games, mine="ppo_godot.py"):
+    """The two margins of the docstring against the runs, for one of ppo_godot.py's rows (MINE) against every
+    row that is not ppo_godot.py's."""
+    label = ROWS[mine][0]
+    if any(mine not in results[game] or not set(results[game]) - set(MINE) for game in games):
+        return [f"Margins for {label}: not judged (it and another trainer must both run on each game)."]
     first_everywhere, misses = True, []
     for game in games:
         runs = results[game]
-        if "ppo_godot.py" not in runs or len(runs) < 2:
-            return ["Margins: not judged (ppo_godot.py and another trainer must both run)."]
-        late = lambda r: np.inf if r["minutes_to_threshold"] is None else r["minutes_to_threshold"]
-        for mine in runs["ppo_godot.py"]:
+        for run in runs[mine]:
             for row, others in runs.items():
-                other = next((r for r in others if r["seed"] == mine["seed"]), None)
-                if row != "ppo_godot.py" and other is not None and not late(mine) < late(other):
+                other = next((r for r in others if r["seed"] == run["seed"]), None)
+                if row not in MINE and other is not None and not late(run) < late(other):
                     first_everywhere = False
-                    misses.append(f"{game}, seed {mine['seed']}: {ROWS[row][0]} ({ROWS[row][1]})")
-    lines.append("1. ppo_godot.py reaches 90% first on both games, on every seed: "
-                 + ("met." if first_everywhere else "missed (" + "; ".join(misses) + ")."))
+                    misses.append(f"{game}, seed {run['seed']}: {ROWS[row][0]} ({ROWS[row][1]})")
+    lines = [f"1. {label} reaches 90% first on both games, on every seed: "
+             + ("met." if first_everywhere else "missed (" + "; ".join(misses) + ").")]
     fast = results.get("fast Chase")
-    if fast and "ppo_godot.py" in fast:
-        medians = {row: float(np.median([np.inf if r["minutes_to_threshold"] is None else r["minutes_to_threshold"]
-                                         for r in runs])) for row, runs in fast.items()}
-        mine = medians.pop("ppo_godot.py")
-        best_row = min(medians, key=medians.get) if medians else None
-        if best_row is None or not np.isfinite(mine):
-            lines.append("2. At least 2x sooner than the best other trainer on fast Chase: missed (ppo_godot.py's median "
-                         "never reaches 90%)." if best_row else "2. Not judged: no other trainer ran on fast Chase.")
+    if fast:
+        medians = {row: float(np.median([late(r) for r in runs])) for row, runs in fast.items() if row not in MINE}
+        best_row, own = min(medians, key=medians.get), float(np.median([late(r) for r in fast[mine]]))
+        if not np.isfinite(own):
+            lines.append(f"2. At least 2x sooner than the best other trainer on fast Chase: missed ({label}'s median "
+                         "never reaches 90%).")
         else:
-            ratio = medians[best_row] / mine
+            ratio = medians[best_row] / own
             lines.append(f"2. At least 2x sooner than the best other trainer on fast Chase: the best other, "
                          f"{ROWS[best_row][0]} ({ROWS[best_row][1]}), takes "
-                         f"{'forever' if not np.isfinite(ratio) else f'{ratio:.1f}x'} ppo_godot.py's median minutes: "
+                         f"{'forever' if not np.isfinite(ratio) else f'{ratio:.1f}x'} {label}'s median time: "
                          f"{'met' if ratio >= 2 else 'missed'}.")
     return lines
 
@@ -504,9 +546,14 @@ def write_outputs(name, out, results, info, argv):
              f"are from starting the trainer's process (start-up included).", ""]
     for game, runs_by_row in results.items():
         lines += [f"### {game}: {info['budgets'][game]:,} agent-steps a run", ""] + row_lines(runs_by_row)
-        lines += ["", f"The return (mean of the last {WINDOW} episodes) by wall-clock minute since the start, median "
-                  "over seeds (- : a seed had no episode yet or had ended):", ""] + minute_lines(runs_by_row) + [""]
-    lines += ["### Margins (set in the docstring before the first timed run)", ""] + margin_lines(results, list(results))
+        lines += ["", f"The return (mean of the last {WINDOW} episodes) by wall-clock time since the start, median over "
+                  "seeds (-: a seed had no episode yet; a run that had ended: its last 100):", ""]
+        lines += time_lines(runs_by_row) + [""]
+        lines += ["Where the time to 90% goes (medians over seeds): the seconds to 90% are about the start-up, "
+                  "then the agent-steps the trainer needed to reach it at its speed:", ""] + why_lines(runs_by_row) + [""]
+    lines += ["### Margins (set in the docstring before the first timed run)", ""]
+    for mine in (row for row in MINE if any(row in runs_by_row for runs_by_row in results.values())):
+        lines += margin_lines(results, list(results), mine) + [""]
     table = "\n".join(lines) + "\n"
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "results" / f"{name}.md").write_text(table)
@@ -562,7 +609,7 @@ def main(argv=None):
                    help="4,096 agent-steps a run, seed 1, 32 greedy episodes, no Sample Factory")
     p.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
     p.add_argument("--fast-budget", type=int, default=300_000, help="agent-steps a run on fast Chase")
-    p.add_argument("--slow-budget", type=int, default=150_000, help="agent-steps a run on slow Chase")
+    p.add_argument("--slow-budget", type=int, default=100_000, help="agent-steps a run on slow Chase")
     p.add_argument("--tick-cost-ms", type=int, default=TICK_COST_MS, help="slow Chase's --tick_cost_ms")
     p.add_argument("--trainers", default=None,
                    help=f"rows to run, of {', '.join(ROWS)} (default: all; --tiny: all but Sample Factory's)")
@@ -624,15 +671,17 @@ def main(argv=None):
                     record.write_text(json.dumps(result))
                 results[game][row].append(result)
                 print(f"{game}, {row}, seed {seed}: {result['steps'] / result['seconds']:,.0f} agent-steps/s, "
-                      f"{result['cpu']:.0f} CPU-s, minutes to 90%: {cell(result['minutes_to_threshold'], 1)}, "
+                      f"{result['cpu']:.0f} CPU-s, seconds to 90%: {cell(60 * late(result), 1)}, "
                       f"end {cell(result['final'], 2)}, greedy {cell(result['greedy'], 2)}"
                       f"{' (stopped at the cap)' if result['capped'] else ''}"
                       f"{' FAILED' if result['failed'] else ''}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
     for run in (r for by_row in results.values() for runs in by_row.values() for r in runs):
         # against this invocation's threshold, runs kept from earlier ones (--resume) too
-        reached = first_reach(np.asarray(run["curve"][0]), np.asarray(run["curve"][1]), info["threshold"])
+        times, returns, played = (np.asarray(x) for x in run["curve"])
+        reached = first_reach(times, returns, info["threshold"])
         run["minutes_to_threshold"] = None if reached is None else reached / 60
+        run["steps_to_threshold"] = first_reach(played, returns, info["threshold"])
     name = "godot_trainers_tiny" if args.tiny else "godot_trainers"
     write_outputs(name, Path(args.out), results, info, argv)
     raw = Path(args.out) / "results" / f"{name}_runs.json"  # the runs without their curves, for a reader's check

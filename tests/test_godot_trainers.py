@@ -76,6 +76,22 @@ def test_the_margins_are_judged_per_seed_and_on_the_medians():
     assert first.endswith("met.") and "1.7x" in second and second.endswith("missed.")
 
 
+def test_each_of_ppo_godot_s_rows_is_judged_against_the_other_trainers_alone():
+    fast = runs(**{"ppo_godot.py": [1.0, 2.0, 1.5], "ppo_godot.py-slow-game": [0.5, 0.5, 3.0], "sb3": [3.0, 5.0, 2.0]})
+    slow = runs(**{"ppo_godot.py": [10.0, 10.0, 10.0], "sb3": [9.0, 11.0, 12.0]})
+    games = {"fast Chase": fast, "slow Chase": slow}
+    # the slow game's flags beat the defaults on seeds 1 and 2: no miss for either, only SB3 counts
+    first, second = godot_trainers.margin_lines(games, list(games))
+    assert first.endswith("missed (slow Chase, seed 1: SB3 (godot-rl), its example's settings (unpaced)).")
+    assert "2.0x" in second and second.endswith("met.")  # SB3's median 3.0 against 1.5
+    mine = "ppo_godot.py-slow-game"
+    assert godot_trainers.margin_lines(games, list(games), mine)[0].startswith("Margins for ppo_godot.py, a slow game's")
+    slow[mine] = runs(**{mine: [8.0, 8.0, 8.0]})[mine]
+    first, second = godot_trainers.margin_lines(games, list(games), mine)
+    assert first.endswith("missed (fast Chase, seed 3: SB3 (godot-rl), its example's settings (unpaced)).")
+    assert "6.0x" in second and second.endswith("met.")  # SB3's median 3.0 against 0.5 (0.5, 0.5, 3.0)
+
+
 def table(markdown, game):
     """{(trainer, pacing): the row's other cells} of a game's first table in the benchmark's markdown."""
     section = markdown.split(f"### {game}:")[1].split("\n\n")[1]
@@ -109,8 +125,9 @@ def check_rows(rows, runs, game, budget):
         assert seeds[0]["steps"] >= budget and seeds[0]["episodes"] > 0
 
 
-TINY_ROWS = ["ppo_godot.py", "sb3", "rllib"]  # one row of each trainer the suite can run (the SB3 variants differ
-# only in settings and pacing); the whole --tiny run, every row, takes about 5 minutes here
+TINY_ROWS = ["ppo_godot.py", "ppo_godot.py-slow-game", "sb3", "rllib"]  # one row of each trainer the suite can run
+# and ppo_godot.py's flags for a slow game (the SB3 variants differ only in settings and pacing); the whole --tiny
+# run, every row, takes about 5 minutes here
 
 
 def test_the_tiny_benchmark_runs_each_trainer_but_sample_factory_on_both_games_and_writes_its_tables(tmp_path):
@@ -122,6 +139,7 @@ def test_the_tiny_benchmark_runs_each_trainer_but_sample_factory_on_both_games_a
         greedy = {key: cells[-1] for key, cells in rows.items()}
         # the exports, played greedily: ppo_godot.py's and RLlib's ONNX; SB3's model (godot-rl's export fails)
         assert greedy[godot_trainers.ROWS["ppo_godot.py"]].endswith("(ONNX)")
+        assert greedy[godot_trainers.ROWS["ppo_godot.py-slow-game"]].endswith("(ONNX)")
         assert greedy[godot_trainers.ROWS["rllib"]].endswith("(ONNX)")
         assert "(SB3 model (ONNX export: " in greedy[godot_trainers.ROWS["sb3"]]
         for cell in greedy.values():
