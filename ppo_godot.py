@@ -4,6 +4,8 @@
     python ppo_godot.py                        # no --env-path: press Play in the Godot editor
     tensorboard --logdir runs                  # watch charts/episodic_return climb
     python ppo_godot.py --env-path ... --onnx-export-path model.onnx     # for in-game inference
+    python ppo_godot.py --env-path ... --num-steps 16 --num-minibatches 8 --update-epochs 10
+        # a slow game (tens of ms a step): more gradient steps from each agent-step, so fewer agent-steps
 
 Read it down to the plumbing banner (section 9), or as a diff against ppo.py (beside it): a game changes
 sections 2 (its agents as one vector env), 3 (mixed actions), 7 and 8; sections 5 and 6 are ppo.py's line
