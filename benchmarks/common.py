@@ -112,13 +112,14 @@ def plot_returns(name, curves, title, command, window=100, lines=()):
     save_figure(fig, REPO / "benchmarks" / "figures" / f"{name}.png", command)
 
 
-def save_figure(fig, out, command, width=120):
-    """The figure as `out`, the command that made it written under it, on as many lines as it needs."""
+def save_figure(fig, out, command, width=120, legend_rows=0):
+    """The figure as `out`, the command that made it written under it, on as many lines as it needs, and room
+    above it for a figure legend of `legend_rows` rows."""
     import matplotlib.pyplot as plt
 
     caption = textwrap.wrap(command, width)
     fig.text(0.01, 0.01, "\n".join(caption), fontsize=7, color="gray")
-    fig.tight_layout(rect=(0, 0.03 * len(caption), 1, 1))
+    fig.tight_layout(rect=(0, 0.03 * len(caption) + 0.035 * legend_rows, 1, 1))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=80)
     plt.close(fig)
