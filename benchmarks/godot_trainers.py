@@ -22,7 +22,7 @@ trainer seeds them its own way from --seed:
                         the same with SLOW_GAME_FLAGS (16 steps a rollout, minibatches of 64, 10 epochs): an update
                         every 512 agent-steps that takes 80 gradient steps from them, where the defaults take 16 from
                         2,048. Added after fast Chase's first seed (the "after" of item 5): SB3 at its example's
-                        settings reached 90% in 15,712 agent-steps there, ppo_godot.py in 28,192, which on a game
+                        settings reached 90% in 15,632 agent-steps there, ppo_godot.py in 28,192, which on a game
                         whose steps cost more than the update means later in wall-clock. Chosen from a probe on fast
                         Chase before any slow run (agent-steps to 90%, seeds 1-3, 80,000 agent-steps a run): defaults
                         27,264-35,136; --num-steps 32 --num-minibatches 16 --update-epochs 10 12,864-14,176; these
@@ -122,8 +122,8 @@ ROWS = {  # key: (label, pacing)
                              "as its example runs it: paced"),
 }
 SAMPLE_FACTORY = ("sample-factory", "sample-factory-paced")
-MINE = ("ppo_godot.py", "ppo_godot.py-slow-game")
-CPU_NOTE = {"rllib": " (a lower bound: Ray's workers and their games escape the count)"}  # the rows the margins judge, each against the other trainers
+MINE = ("ppo_godot.py", "ppo_godot.py-slow-game")  # the rows the margins judge, each against the other trainers
+CPU_NOTE = {"rllib": " (a lower bound: Ray's workers and their games escape the count)"}
 
 
 # ------------------------------------------------------------------------------------------------
