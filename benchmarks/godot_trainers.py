@@ -48,12 +48,12 @@ which the Chase game only resets a finished agent as an ordinary step (reward 0)
 and bootstraps time-outs, RLlib's script starts the game with --autoreset_mode=same_step. Each runs as a user's run
 would. What breaks in godot-rl's wrappers, and how it is fixed for these runs: benchmarks/godot_rl_fixes.py.
 
-The games: fast Chase (godot/chase/chase_discrete.x86_64; well under 1 ms a step of its 16 agents) and slow
-Chase, the same game with --tick_cost_ms=50: every physics tick, so every step, spends at least 50 ms busy
+The games: fast Chase (godot/chase/chase_discrete.x86_64; well under 1 ms a step of its 16 agents) and slow Chase,
+the same game with --tick_cost_ms=50: every physics tick, so every step, spends at least 50 ms busy
 (tests/test_godot_trainers.py: nothing it sends changes). Budgets: 300,000 agent-steps on fast Chase, 100,000 on
 slow Chase (150,000 when the margins were written; cut after fast Chase's first seed, where every row reached the
-threshold within 86,000 agent-steps, so that slow Chase fits in an hour); a run still going after --max-minutes (15)
-is stopped (Ctrl-C) and marked so.
+threshold within 86,000 agent-steps on that seed, to shorten slow Chase: its runs then took 90 minutes in all); a
+run still going after --max-minutes (15) is stopped (Ctrl-C) and marked so.
 
 Measured per trainer, game and seed:
   - agent-steps per second over the whole run: the agent-steps the games played / the seconds from starting the
