@@ -486,6 +486,31 @@ def time_lines(runs_by_row):
     return lines
 
 
+def span(values, digits=0):
+    """min-max of the values, or the one value."""
+    low, high = cell(min(values), digits), cell(max(values), digits)
+    return low if low == high else f"{low}-{high}"
+
+
+def seed_lines(runs_by_row):
+    """Each row seed by seed: the ranges over seeds, and each seed's seconds to 90% (the pages' table)."""
+    lines = ["| trainer | pacing | agent-steps/s | seconds to 90%, seeds in order | agent-steps to 90% (median) "
+             "| first finished episode (s, median) | return at the end | greedy return |", "|---|---|---|---|---|---|---|---|"]
+    for row, runs in runs_by_row.items():
+        done = sorted((r for r in runs if not r["failed"]), key=lambda r: r["seed"])
+        if done:
+            steps = float(np.median([np.inf if r.get("steps_to_threshold") is None else r["steps_to_threshold"]
+                                     for r in done]))
+            greedy = [r["greedy"] for r in done if r["greedy"] is not None]
+            lines.append(f"| {ROWS[row][0]} | {'unpaced' if ROWS[row][1] == 'unpaced' else 'paced'} "
+                         f"| {span([r['steps'] / r['seconds'] for r in done])} "
+                         f"| {', '.join('never' if late(r) == np.inf else f'{60 * late(r):.1f}' for r in done)} "
+                         f"| {cell(steps) if np.isfinite(steps) else 'never'} "
+                         f"| {cell(median_or_none([r.get('first_episode_seconds') for r in done]), 1)} "
+                         f"| {span([r['final'] for r in done], 2)} | {span(greedy, 2) if greedy else '-'} |")
+    return lines
+
+
 def why_lines(runs_by_row):
     """The time to the threshold taken apart: start-up (to the first finished episode), the agent-steps the
     trainer needed, and how fast it played them."""
@@ -554,6 +579,7 @@ def write_outputs(name, out, results, info, argv):
         lines += time_lines(runs_by_row) + [""]
         lines += ["Where the time to 90% goes (medians over seeds): the seconds to 90% are about the start-up, "
                   "then the agent-steps the trainer needed to reach it at its speed:", ""] + why_lines(runs_by_row) + [""]
+        lines += ["Seed by seed (ranges over seeds; the table of benchmarks/README.md):", ""] + seed_lines(runs_by_row) + [""]
     lines += ["### Margins (set in the docstring before the first timed run)", ""]
     for mine in (row for row in MINE if any(row in runs_by_row for runs_by_row in results.values())):
         lines += margin_lines(results, list(results), mine) + [""]
