@@ -1,11 +1,15 @@
 """The Chase game's plugin mode with --terminal_obs=true and --max_steps=N (main.gd, rules.gd), on the real
 engine: each episode end sends what the plugin's pull request #65 sends with "Send Terminal Obs Info" on,
 in that agent's info: "terminal_observation", the final observation per key (taken before the reset on the
-spot), and "TimeLimit.truncated": true at a time-out only. Launcher: chase_plugin_time_outs.x86_64 (N = 30)."""
+spot), and "TimeLimit.truncated": true at a time-out only. Launcher: chase_plugin_time_outs.x86_64 (N = 30).
+Played alone (--policy), the game's printed episodes tell a time-out too."""
+import re
+import subprocess
+
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, needs_godot
 
 CHASE = REPO / "godot" / "chase"
 N = 30  # chase_plugin_time_outs.x86_64's --max_steps
@@ -132,3 +136,17 @@ def test_other_modes_ignore_the_flag(chase):
     for _ in range(2):
         reply = play([{"move": [0.0, 0.0]}] * 16)
     assert all(reply["done"]) and reply["info"] == [{"truncated": True, "autoreset": False}] * 16
+
+
+def test_played_alone_a_time_out_is_printed_as_a_time_out(tmp_path):
+    """--policy (no trainer), agents that stay put: every episode ends by --max_steps, and the game's lines say
+    time-out, though the plugin's way resets the agent on the spot."""
+    needs_godot()
+    (tmp_path / "still.gd").write_text('func act(obs):\n\treturn {"sprint": 0, "direction": [0.0, 0.0]}\n')
+    proc = subprocess.run([str(CHASE / "chase_plugin.x86_64"), f"--policy={tmp_path / 'still.gd'}", "--max_steps=5",
+                           "--n_agents=2", "--episodes=4", "--no-window", "--disable-render-loop"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    ends = re.findall(r"^policy=shared_policy agent=\d episodic_return=\S+ (episodic_length=\d+ \(\S+\))$",
+                      proc.stdout, flags=re.M)
+    assert ends == ["episodic_length=5 (time-out)"] * 4, proc.stdout

@@ -63,6 +63,17 @@ def test_the_step_that_only_resets_a_pair_pays_nothing(tag_game):
     assert resets >= 16
 
 
+def test_the_time_out_is_100_actions_whatever_max_steps_says(tag_game):
+    """--max_steps is the other modes' (rules.gd); tag.gd times a pair out at its MAX_STEPS, 100, and the runner
+    sees the share of those left. Pairs that stay put are never caught."""
+    info, _, play = tag_game("--max_steps=2")
+    for step in range(1, 101):
+        reply = play([STILL[name] for name in info["agent_policy_names"]])
+        assert set(reply["done"]) == {step == 100}, step
+        np.testing.assert_allclose([agent["obs"][4] for agent in reply["obs"][1::2]], 1 - step / 100, atol=1e-6)
+    assert all(agent["truncated"] for agent in reply["info"])
+
+
 def test_the_sparse_reward_is_a_catch_and_nothing_else(tag_game):
     """--reward=sparse: the chaser gets 1 on the action that catches (a terminated end) and 0 otherwise, the
     runner the opposite; the scripted chaser catches runners that stay put, so the 1s are seen."""

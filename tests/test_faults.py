@@ -364,6 +364,17 @@ def test_skeleton_ctrl_c_keeps_the_weights(tmp_path):
     assert (run_dir / "ppo_scratch_skeleton.pt").exists()
 
 
+def test_a_process_a_test_will_ctrl_c_takes_sigint_though_its_shell_ignored_it():
+    """as_from_a_terminal: a CI runner's shell starts background jobs with SIGINT ignored, which a child inherits;
+    started with it, a Python raises KeyboardInterrupt at SIGINT, as one started from a terminal does."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process as such a job (conftest puts its handler back)
+    probe = [sys.executable, "-c",
+             "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"]
+    assert subprocess.run(probe, capture_output=True, text=True, check=True).stdout == "False\n"  # as inherited
+    assert subprocess.run(probe, preexec_fn=as_from_a_terminal, capture_output=True, text=True,
+                          check=True).stdout == "True\n"
+
+
 # ------------------------------------------------------------------------------------------------
 # The README's table names the tests that walk it
 # ------------------------------------------------------------------------------------------------

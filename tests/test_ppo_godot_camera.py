@@ -4,6 +4,7 @@ put things; trained and exported; and the ways a camera game fails (no display, 
 RLlib); the vector scripts' one line for a camera game; and a camera checkpoint saved by ppo_godot.py
 before cameras moved to their own file (tests/checkpoints/ppo_godot_4bb54dc_chase_camera.pt: 2 iterations of 16
 agents x 16 steps, saved at commit 4bb54dc), resumed, evaluated and exported here."""
+import argparse
 import shutil
 
 import numpy as np
@@ -131,14 +132,21 @@ def test_the_rllib_script_refuses_a_camera_game_in_one_line(rllib_script, port, 
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
 
-def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
-    """A row holds the keys in sorted order; a camera's hex string as its bytes, H x W x C as sent,
-    and the row is float32 (the pixels exact) when vector keys share it."""
+def camera_and_vector_envs():
+    """GodotVecEnv of one game (port 11008) whose agents observe a camera rgb_2d [3, 36, 40] and position [2]
+    (their layout), and pixels for it: (envs, its layout, pixels)."""
     envs = ppo_godot_camera.GodotVecEnv.__new__(ppo_godot_camera.GodotVecEnv)
     layout = [("position", (2,)), ("rgb_2d", (36, 40, 3))]
     envs.obs_layout, envs.obs_keys = layout, ["position", "rgb_2d"]
     envs.single_observation_space = ppo_godot_camera.gym.spaces.Box(-np.inf, np.inf, (2 + 36 * 40 * 3,), np.float32)
-    pixels = np.random.default_rng(0).integers(0, 256, 36 * 40 * 3).astype(np.uint8)
+    envs.games = [argparse.Namespace(port=11008)]
+    return envs, layout, np.random.default_rng(0).integers(0, 256, 36 * 40 * 3).astype(np.uint8)
+
+
+def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
+    """A row holds the keys in sorted order; a camera's hex string as its bytes, H x W x C as sent,
+    and the row is float32 (the pixels exact) when vector keys share it."""
+    envs, layout, pixels = camera_and_vector_envs()
     reply = {"obs": [{"rgb_2d": pixels.tobytes().hex(), "position": [0.25, -0.5]}]}
     row = envs.observations([reply])
     assert row.dtype == np.float32 and row.shape == (1, 2 + 36 * 40 * 3)
@@ -151,6 +159,27 @@ def test_a_camera_beside_vector_keys_is_one_float_row_in_sorted_key_order():
     assert seen[0].shape == (1, 3, 36, 40)
     first = (5 * 40 + 7) * 3
     np.testing.assert_allclose(seen[0][0, :, 5, 7].numpy(), pixels[first:first + 3] / 255.0, rtol=1e-6)
+
+
+def test_a_final_observation_is_one_row_in_sorted_key_order_as_an_observation_is():
+    """An end's terminal_observation, its keys in the game's order (the camera first), is the row the same
+    observation makes: the keys joined in obs_layout's order, the camera's hex as its bytes."""
+    envs, _, pixels = camera_and_vector_envs()
+    sent = {"rgb_2d": pixels.tobytes().hex(), "position": [0.25, -0.5]}
+    replies, info = [{"obs": [sent, sent]}], [{}, {"terminal_observation": sent}]
+    final = ppo_godot_camera.final_observations(envs, replies, info, np.array([False, True]))
+    np.testing.assert_array_equal(final, [np.zeros(2 + 36 * 40 * 3), envs.observations(replies)[1]])
+
+
+def test_a_terminal_camera_of_the_wrong_size_is_an_env_fault_naming_the_agent_and_the_key():
+    """Not the H x W x C bytes declared: EnvFault, which the run ends on in one line, exit 2, the model saved
+    (tests/test_terminal_observations.py: the vector keys' faults, the same plumbing)."""
+    envs, _, pixels = camera_and_vector_envs()
+    sent = {"rgb_2d": pixels[:100].tobytes().hex(), "position": [0.25, -0.5]}
+    with pytest.raises(ppo_godot_camera.EnvFault) as fault:
+        ppo_godot_camera.final_observations(envs, [{"obs": [sent]}], [{"terminal_observation": sent}], np.array([True]))
+    assert str(fault.value) == (f"agent 0 of the game on port 11008 sent 'rgb_2d' in its terminal_observation as "
+                                f"{sent['rgb_2d'][:40]}, but declares the hex of 4320 bytes")
 
 
 def test_vector_keys_beside_a_camera_keep_their_values_as_sent(port, tmp_path):

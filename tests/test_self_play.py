@@ -50,13 +50,14 @@ class Writer:
         self.scalars.setdefault(tag, []).append((step, value))
 
 
-def self_play(frozen=None, pool_weights=None, right=(2, 3), **given):
-    """A SelfPlay over policies left (agents 0, 1) and right (agents 2, 3 unless given), and its AgentPerPolicy."""
+def self_play(frozen=None, pool_weights=None, right=(2, 3), envs=None, **given):
+    """A SelfPlay over policies left (agents 0, 1) and right (agents 2, 3 unless given), and its AgentPerPolicy;
+    envs, unless given, a game that says which ends are time-outs."""
     torch.manual_seed(0)
     n_agents = right[-1] + 1
     agents = selfplay.AgentPerPolicy(policies(left=[0, 1], right=list(right),
                                               **({"fixed": [n_agents]} if frozen else {})), frozen)
-    envs = argparse.Namespace(tells_time_outs=np.ones(n_agents + 1, bool))  # a game that says which ends are time-outs
+    envs = envs or argparse.Namespace(tells_time_outs=np.ones(n_agents + 1, bool))
     return selfplay.SelfPlay(settings(**given), envs, agents, pool_weights or {}), agents
 
 
@@ -221,6 +222,30 @@ def test_a_frozen_policy_is_an_opponent_with_a_rating_of_its_own():
     sp.ratings.rate(0, 1.0, True)  # left wins against right's snapshot and the frozen policy: each loses half
     assert sp.ratings.players["left"]["rating"] == pytest.approx(1208)
     assert sp.in_play["right"]["rating"] == pytest.approx(1196) and sp.ratings.players["fixed"]["rating"] == pytest.approx(1196)
+
+
+def test_a_plugin_game_that_sends_its_final_observation_has_its_reached_targets_rated(monkeypatch):
+    """--self-play-outcome terminated=left in a game that resets on the spot and sends each end's
+    terminal_observation (the plugin's "Send Terminal Obs Info"): an end without TimeLimit.truncated is terminated,
+    left's win, and a time-out its loss; both are rated, where a plugin game that sends neither is not."""
+    envs = selfplay.GodotVecEnv.__new__(selfplay.GodotVecEnv)  # its step(), on one game's reply
+    envs.policies = policies(left=[0, 1], right=[2, 3])
+    envs.agent_policy = [envs.policies["left"]] * 2 + [envs.policies["right"]] * 2
+    envs.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    envs.num_envs, envs.games = 4, [argparse.Namespace(port=11008)]
+    final = {"obs": [0.5, 0.5]}
+    reply = {"obs": [{"obs": [0.0, 0.0]}] * 4, "reward": [1.0, -1.0, -1.0, 1.0], "done": [True, True, False, False],
+             "info": [{"terminal_observation": final}, {"terminal_observation": final, "TimeLimit.truncated": True},
+                      {}, {}]}
+    monkeypatch.setattr(selfplay, "step_games", lambda envs, actions: (
+        [reply], np.array(reply["reward"], np.float32), np.array(reply["done"]), reply["info"]))
+    _, _, terminated, truncated, _ = envs.step(np.zeros((4, 1), np.float32))
+    assert terminated.tolist() == [True, False, False, False] and truncated.tolist() == [False, True, False, False]
+    sp, _ = self_play(envs=envs, self_play_outcome="terminated=left")
+    sp.ratings.rate(0, 1.0, terminated[0])  # the reached target: left beats right's snapshot
+    assert sp.ratings.players["left"]["rating"] == pytest.approx(1208) and not sp.ratings.untold
+    sp.ratings.rate(1, -1.0, terminated[1])  # the time-out: left loses
+    assert sp.ratings.players["left"]["rating"] < 1208 and not sp.ratings.untold
 
 
 # ------------------------------------------------------------------------------------------------

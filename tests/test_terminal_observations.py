@@ -123,17 +123,18 @@ def test_with_bootstrap_truncation_false_a_time_out_counts_as_terminal(port):
     assert rewards is storage.rewards
 
 
-def test_the_lstm_feeds_the_terminal_observation_with_the_state_of_the_episode_that_ended(port):
+def test_the_lstm_feeds_the_terminal_observation_with_the_state_of_the_episode_that_ended_then_zeroes_it(port):
     """V(s_final) of a time-out is the critic's on h_final = LSTM(s_final, h_t): the state after the episode's
-    last action, before it is zeroed for the next episode's first observation. Replayed here from the
-    rollout's first state, step by step."""
+    last action, before it is zeroed for the next episode's first observation, as after a reached target.
+    Replayed here from the rollout's first state, step by step: each step's V(h_t) is the rollout's."""
     args, agent, storage, infos = rollout(ppo_godot_lstm, port, "--num-minibatches", "1")
-    time_outs, _ = ends(storage)
+    time_outs, reached = ends(storage)
     assert time_outs.sum() >= 16
     state, differs = storage.initial_lstm_state, 0
     with torch.no_grad():
         for t, step_infos in enumerate(infos):
-            _, state = agent.memory(torch.as_tensor(storage.obs[t]), state)
+            hidden, state = agent.memory(torch.as_tensor(storage.obs[t]), state)
+            np.testing.assert_allclose(agent.critic(hidden).flatten().numpy(), storage.values[t], rtol=1e-5, atol=1e-6)
             sent = np.nonzero(step_infos["bootstraps_from_final"])[0]
             if len(sent):
                 final_obs = torch.as_tensor(step_infos["final_obs"])
@@ -141,7 +142,7 @@ def test_the_lstm_feeds_the_terminal_observation_with_the_state_of_the_episode_t
                 np.testing.assert_allclose(storage.final_values[t, sent], apart[sent], rtol=1e-5, atol=1e-6)
                 fresh = agent.get_value(final_obs, agent.initial_state(len(final_obs))).flatten().numpy()
                 differs += int((np.abs(fresh[sent] - apart[sent]) > 1e-4).sum())
-            state = ppo_godot_lstm.forget(state, step_infos["new_episode"])
+            state = ppo_godot_lstm.forget(state, time_outs[t] | reached[t])  # every end, time-outs too
     assert differs == time_outs.sum()  # the ended episode's state is not a new one's: a test that can tell them apart
 
 
