@@ -39,14 +39,19 @@ GAME_THAT_ENDS = ("\n# the game's side: it observes its player (the parent); a t
                   "    return {\"obs\": [float(get_parent().x), float(get_parent().episode)]}\n\n\n"
                   "func get_reward() -> float:\n    return reward\n\n\n")
 CAMERA_MODES = ("using-the-scripts.md", "@onready var camera = $RGBCameraSensor2D  # the pl")
+SHIPPING = ("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc")
+# The shipping snippet again, before the first export: its policy_path names a file the game does not hold yet
+BEFORE_EXPORT = 'extends "SNIPPET"\n\n\nfunc _init():\n\tpolicy_path = "res://no_policy_yet.gd"\n'
+NO_POLICY = ("ERROR: no policy at res://no_policy_yet.gd: export one with ppo_godot.py "
+             "--gdscript-export-path")
 # How each snippet runs, by its page and first line: "host", the file around a fragment or the game's side of a
 # whole controller ("SNIPPET" is the snippet's own file), which adds only what the page leaves to the game or to
 # the editor; "files", a file of the game's that the snippet names ({res path: text}); "children", the plugin's sensor scenes added under the controller (they keep their root names);
 # "body", the node the controller sits under and its velocity; "target", where the node set as the controller's
 # exported target stands (the page says to set it in the inspector); "check", what the run does
 HOSTS = {
-    ("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc"): {
-        "host": None, "files": {"ai_controller.gd": TRAINING_CONTROLLER}, "children": [], "check": "plays"},
+    SHIPPING: {"host": None, "files": {"ai_controller.gd": TRAINING_CONTROLLER}, "children": [], "check": "plays",
+               "before export": BEFORE_EXPORT},
     ("shipping-your-agent.md", "# Plays a recurrent policy (ppo_godot_lstm.py --gd"): {
         "host": None, "files": {"ai_controller.gd": TRAINING_CONTROLLER}, "children": [], "check": "plays with a reset"},
     CAMERA_MODES: {  # "a few lines in the AIController"
@@ -111,6 +116,10 @@ def run_snippets(folder, plugin=None):
             files[f"plugin_only{i}.gd"] = how["plugin_only"]
             cases[-1]["plugin_only"] = f"res://plugin_only{i}.gd"
         keys.append(key(doc, snippet))
+        if "before export" in how:  # the same controller, with no policy file
+            files[f"before_export{i}.gd"] = how["before export"].replace("SNIPPET", f"res://{script}")
+            cases.append({**cases[-1], "script": f"res://before_export{i}.gd"})
+            keys.append((*key(doc, snippet), "before export"))
     files["cases.json"] = json.dumps(cases)
     files[".godot/global_script_class_cache.cfg"] = godot4_plugin.class_cache(files)
     out = godot4_web.play(files)
@@ -144,20 +153,33 @@ def test_every_snippet_has_a_way_to_run():
     assert len({key(doc, snippet) for doc, snippet in snippets}) == len(snippets) == len(HOSTS)
 
 
-def test_the_snippets_run_without_an_error(answers):
-    assert answers[1] == []
+def engine_errors(errors):
+    """The errors the engine printed, without the "at:" line that follows each."""
+    return [line for line in errors if not line.strip().startswith("at: ")]
+
+
+def test_the_snippets_run_with_no_error_but_the_one_before_the_first_export(answers):
+    assert engine_errors(answers[1]) == [NO_POLICY]
 
 
 def test_the_shipping_controller_plays_the_exported_policy_every_8_ticks(answers):
     """About 20 physics ticks (the driver waits 20 physics frames): decisions at ticks 0, 8 and 16, each the torch
     policy's greedy action; the controller, a subclass of the game's training controller, has left the AGENT group
     (no Sync node collects it), is in model mode and counts its ticks as the plugin does (n_steps)."""
-    answer = answers[0][("shipping-your-agent.md", "# Plays the policy exported by ppo_godot.py --gdsc")]
+    answer = answers[0][SHIPPING]
     with torch.no_grad():
         greedy = answers[2].get_action(torch.tensor([o["obs"] for o in OBSERVATIONS]), greedy=True).numpy()
     assert answer["ticks"] >= 17 and len(answer["actions"]) == -(-answer["ticks"] // 8) == 3
     assert answer["actions"] == [{"move": int(a[0])} for a in greedy]
     assert answer["heuristic"] == "model" and not answer["in_agent_group"] and answer["n_steps"] == answer["ticks"]
+
+
+def test_the_shipping_controller_stands_still_before_the_first_export(answers):
+    """No policy file yet: over the same 20 ticks it sets no action and counts no tick toward a time-out (nothing
+    moves or resets the player); its one error says what to do (test_the_snippets_run_with_no_error_but_...)."""
+    answer = answers[0][(*SHIPPING, "before export")]
+    assert answer["actions"] == [] and answer["ticks"] == answer["n_steps"] == 0 and not answer["done"]
+    assert answer["heuristic"] == "model" and not answer["in_agent_group"]
 
 
 def test_the_camera_controller_sends_hex_in_training_and_floats_in_inference(answers):
@@ -279,13 +301,14 @@ def comparable(answer):
 
 def test_the_snippets_run_on_the_real_plugin(answers, plugin_answers):
     """The same snippets, hosts and games on the plugin's own controllers and sensor scenes (sync.gd stays the
-    stand-in: the web build has no TCP) answer as on the stand-ins, with no error. Not run: the snippets with an
-    RGBCameraSensor2D, whose script at bf5d6a2 does not parse on Godot 4.6 (line 42 multiplies a Vector2i by a
+    stand-in: the web build has no TCP) answer as on the stand-ins, with the one error. Not run: the snippets with
+    an RGBCameraSensor2D, whose script at bf5d6a2 does not parse on Godot 4.6 (line 42 multiplies a Vector2i by a
     Vector2). What differs: the real RGBCameraSensor3D, rendering under this build's Compatibility renderer,
     sends 4 bytes a pixel (its viewport's image is RGBA8) while it declares [3, 36, 36]."""
     real, errors = plugin_answers[0], plugin_answers[1]
-    assert errors == []
-    assert set(real) == {k for k, how in HOSTS.items() if CAMERA_2D not in how["children"]}
+    assert engine_errors(errors) == [NO_POLICY]
+    assert set(real) == {k for k, how in HOSTS.items() if CAMERA_2D not in how["children"]} | {
+        (*SHIPPING, "before export")}
     for k, answer in real.items():
         assert comparable(answer) == comparable(answers[0][k]), k
     several = real[("your-own-godot-game.md", "# Several keys: a vector, a 3D camera, and a secon")]

@@ -1,6 +1,7 @@
 """The install files: requirements-godot.txt, the game maker's lighter install, pins what requirements.txt
 pins, and holds a package for every third-party module the Godot scripts import or call into; the
-pages' CPU-wheel command names the pinned torch. Reads files only: nothing is installed."""
+pages' CPU-wheel command takes the pinned torch from PyTorch's CPU-only index. Reads files only: nothing is
+installed."""
 import ast
 import re
 import sys
@@ -100,6 +101,18 @@ def test_the_imports_are_found():
     assert {("torch", True), ("godot_rl.core.godot_env", True), ("torch.utils.tensorboard", True),
             ("torch.onnx.export", True), ("wandb", False)} <= uses
     assert not any(name.split(".")[0] in {"os", "ppo_godot"} for name, _ in uses)
+
+
+@pytest.mark.parametrize("page", ["docs/using-the-scripts.md", "requirements.txt", "requirements-godot.txt"])
+def test_the_cpu_wheel_command_takes_the_pinned_torch_from_the_cpu_only_index(page):
+    """PyTorch's CPU-only wheels (their versions end in +cpu) come from its index /whl/cpu, the one source the
+    command names: pip then takes the pin's +cpu build, which the page says it installs."""
+    version = requirements("requirements.txt")["torch"].removeprefix("==")
+    text = (REPO / page).read_text()
+    assert re.findall(r"pip install torch\S*[^\n,`]*", text) == [
+        f"pip install torch=={version} --index-url https://download.pytorch.org/whl/cpu"]
+    if page.endswith(".md"):
+        assert f"The first line installs `torch {version}+cpu`" in text
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/using-the-scripts.md", "requirements.txt",

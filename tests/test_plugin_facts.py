@@ -3,9 +3,9 @@ the plugin's files, and every plugin function it names, is in a table below with
 plugin's commit bf5d6a2 (checked by hand in a clone; CUSTOM_ENV.md is godot_rl_agents' at a314cc4): a page
 that cites anything else fails here, and so does a table entry no page cites any more. With GODOT_RL_PLUGIN set
 to a checkout's addons/godot_rl_agents folder, the table is checked against the real files. Also pinned: the
-plugin's scene root names and class names, in tests/godot4_plugin.py's stand-ins and in the snippets' `$` paths;
-the pages' `--policy=` paths (absolute or res://: a relative path is read inside the game's project, res://);
-`--speedup` taken as a float, as the plugin's sync.gd reads it."""
+plugin's scene root names and class names, in tests/godot4_plugin.py's stand-ins (with the defaults the table
+holds) and in the snippets' `$` paths; the pages' `--policy=` paths (absolute or res://: a relative path is read
+inside the game's project, res://); `--speedup` taken as a float, as the plugin's sync.gd reads it."""
 import os
 import re
 from pathlib import Path
@@ -179,6 +179,20 @@ def check_addon(files, folder=godot4_plugin.ADDON):
 
 def test_the_stand_ins_have_the_plugins_paths_scene_roots_and_class_names():
     check_addon(godot4_plugin.addon_files())
+
+
+def test_the_stand_ins_keep_the_plugins_defaults():
+    """Each default the table pins (a `var name := value` line: reset_after 1000, action_repeat 8, ...) is the
+    stand-ins' too, ai_controller_3d.gd's in both controllers (the plugin's two share them): a game that leaves a
+    setting at its default (a scene with no reset_after) runs in the tests as on the plugin."""
+    stand_ins = godot4_plugin.addon_files()
+    declared = [(name, word) for (name, _), words in CITED.items() for word in words
+                if re.fullmatch(r"var \w+ := .+", word)]
+    assert ("ai_controller_3d.gd", "var reset_after := 1000") in declared
+    for name, declaration in declared:
+        for file in [FILES[name]] + (["controller/ai_controller_2d.gd"] if name == "ai_controller_3d.gd" else []):
+            assert re.search(rf"^(@export\w*(\(.*\))? )?{re.escape(declaration)}$",
+                             stand_ins[f"{godot4_plugin.ADDON}/{file}"], re.M), (file, declaration)
 
 
 def test_the_snippets_name_each_sensor_node_as_its_scene_root():

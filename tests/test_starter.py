@@ -1,10 +1,10 @@
 """The starter a game maker copies (godot/starter/) runs on Godot 4.6 (the official web build in headless Chromium,
 tests/godot4_web.py) with the Godot RL Agents plugin stood in (tests/godot4_plugin.py): its files as the repository
 holds them, the addon beside them at the plugin's paths, and a driver scene (DRIVER below) that instances the
-starter's scenes and writes down what happened. One run holds every case (a second one the shipping scene before
-the first export, when there is no policy file yet). With GODOT_RL_PLUGIN set to a real checkout's
-addons/godot_rl_agents, the same runs take the plugin's own controller (sync.gd stays the stand-in: the web build
-has no TCP)."""
+starter's scenes and writes down what happened. One run holds every case (a second one, under another --env_seed,
+the shipping scene before the first export, when there is no policy file yet, and a training case). With
+GODOT_RL_PLUGIN set to a real checkout's addons/godot_rl_agents, the same runs take the plugin's own controller
+(sync.gd stays the stand-in: the web build has no TCP)."""
 import copy
 import json
 import math
@@ -30,14 +30,19 @@ def starter_number(file, pattern):
 
 
 ARENA_SIZE = starter_number("player.gd", r"^const ARENA_SIZE := ([\d.]+)")
+MIN_START_DISTANCE = starter_number("player.gd", r"^const MIN_START_DISTANCE := ([\d.]+)")
 ACTION_REPEAT = int(starter_number("train.tscn", r"^action_repeat = (\d+)"))  # the Sync node's
 RESET_AFTER = int(starter_number("train.tscn", r"^reset_after = (\d+)"))
 SPEEDUP = 8  # --speedup: 480 physics ticks a second (each still 1/60 of a game second)
 TICKS = 2000  # per training case: 250 reads of the Sync node, four time-outs of a player that stands still
+ENV_SEEDS = (3, 4)  # the two runs' --env_seed (ppo_godot.py gives the game its --seed so), none a case's seed
+EDGE_TICKS = 160  # the "edges" policy pushes each way this long: more than the 120 ticks the arena takes to cross
 # The driver: the main scene of the test runs (override.cfg sets it; project.godot stays the starter's). For each
 # case of res://starter_cases.json it instances a scene of the starter (and another inside it), plays it for some
 # physics ticks and prints one line of JSON; then DONE. At the start of every tick, before any node of the level
-# runs, it writes down each player's state, and for a scripted policy hands the Sync node this tick's action.
+# runs, it writes down each player's state and its goal's position, and for a scripted policy hands the Sync node
+# this tick's action. It seeds Godot's global random numbers with the case's seed before the level's _ready: the
+# first episodes and a level without a Sync node draw from there (a Sync node seeds them again with --env_seed).
 DRIVER = r"""extends Node
 
 
@@ -71,8 +76,7 @@ func play(case):
 		var inner = load(case["inside"]).instantiate()
 		level.add_child(inner)
 		players.append(inner.get_node("Player"))
-	for i in range(len(players)):
-		players[i].rng.seed = case["seed"] + i
+	seed(case["seed"])
 	add_child(level)  # every _ready runs: the players' first episodes, the controllers', the Sync node's
 	var sync = level.get_node_or_null("Sync")
 	var recorders = []
@@ -83,12 +87,13 @@ func play(case):
 			player.ai_controller.policy = recorders[-1]
 	var logs = []
 	for player in players:
-		logs.append({"ends": [], "moves": [], "positions": [], "first_tick": -1,
+		logs.append({"ends": [], "moves": [], "positions": [], "goals": [], "first_tick": -1,
+				"ready": [[player.position.x, player.position.y], [player.goal.position.x, player.goal.position.y]],
 				"heuristic": player.ai_controller.heuristic,
 				"in_agent_group": player.ai_controller.is_in_group("AGENT"),
 				"obs_space": player.ai_controller.get_obs_space(),
 				"action_space": player.ai_controller.get_action_space()})
-	for _tick in range(case["ticks"]):
+	for tick in range(case["ticks"]):
 		await get_tree().physics_frame  # the start of a tick: nothing of the level has run yet
 		for i in range(len(players)):
 			var controller = players[i].ai_controller
@@ -99,8 +104,9 @@ func play(case):
 						"n_steps": controller.n_steps})
 			logs[i]["moves"].append([controller.move.x, controller.move.y])
 			logs[i]["positions"].append([players[i].position.x, players[i].position.y])
+			logs[i]["goals"].append([players[i].goal.position.x, players[i].goal.position.y])
 		if sync and case["policy"]:
-			sync.actions = [[{"move": float(scripted(players[0].ai_controller, case["policy"]))}]]
+			sync.actions = [[{"move": float(scripted(players[0].ai_controller, case["policy"], tick))}]]
 	for i in range(len(players)):
 		if recorders[i]:
 			logs[i]["decisions"] = recorders[i].decisions
@@ -115,15 +121,18 @@ func play(case):
 	return out
 
 
-# A policy that heads for the goal along the longer axis, or one that stays.
-func scripted(controller, policy):
+# A policy that heads for the goal along the longer axis, one that stays, or one that pushes left, up, right and
+# down in turn, EDGE_TICKS ticks each.
+func scripted(controller, policy, tick):
 	if policy == "still":
 		return 0
+	if policy == "edges":
+		return [3, 1, 4, 2][(tick / EDGE_TICKS) % 4]
 	var to_goal = controller.get_obs()["obs"]
 	if abs(to_goal[0]) >= abs(to_goal[1]):
 		return 4 if to_goal[0] > 0 else 3
 	return 2 if to_goal[1] > 0 else 1
-""".replace("SPEEDUP", str(SPEEDUP))
+""".replace("SPEEDUP", str(SPEEDUP)).replace("EDGE_TICKS", str(EDGE_TICKS))
 DRIVER_SCENE = """[gd_scene load_steps=2 format=3]
 
 [ext_resource type="Script" path="res://starter_test.gd" id="1"]
@@ -133,14 +142,16 @@ script = ExtResource("1")
 """
 OVERRIDE = '[application]\n\nrun/main_scene="res://starter_test.tscn"\n'  # res://override.cfg: the driver runs
 CASES = [
-    {"name": "heading", "scene": "res://train.tscn", "inside": None, "policy": "heading", "ticks": TICKS, "seed": 3},
+    {"name": "heading", "scene": "res://train.tscn", "inside": None, "policy": "heading", "ticks": TICKS, "seed": 7},
     {"name": "still", "scene": "res://train.tscn", "inside": None, "policy": "still", "ticks": TICKS, "seed": 2},
     {"name": "ship", "scene": "res://ship.tscn", "inside": None, "policy": None, "ticks": 200, "seed": 3},
     {"name": "both", "scene": "res://train.tscn", "inside": "res://ship.tscn", "policy": "heading", "ticks": TICKS,
      "seed": 5},
 ]
 BEFORE_EXPORT = [{"name": "ship before export", "scene": "res://ship.tscn", "inside": None, "policy": None,
-                  "ticks": RESET_AFTER + 100, "seed": 5}]
+                  "ticks": RESET_AFTER + 100, "seed": 5},
+                 {"name": "edges", "scene": "res://train.tscn", "inside": None, "policy": "edges", "ticks": TICKS,
+                  "seed": 2}]
 NO_POLICY = ("ShippedController: no policy at res://npc_policy.gd: export one with ppo_godot.py "
              "--gdscript-export-path; until then the player stands still")
 
@@ -156,8 +167,9 @@ def starter_files():
     return files
 
 
-def run(cases, plugin=None, policy_text=None):
-    """The cases in one Godot 4.6 run: {case name: what the driver wrote}, and the engine's errors."""
+def run(cases, env_seed, plugin=None, policy_text=None):
+    """The cases in one Godot 4.6 run, the game started with --env_seed as ppo_godot.py starts it: {case name: what
+    the driver wrote}, and the engine's errors."""
     godot4_web.needs_godot4()
     files = {**starter_files(), **godot4_plugin.addon_files(plugin)}
     files[".godot/global_script_class_cache.cfg"] = godot4_plugin.class_cache(files)
@@ -165,7 +177,7 @@ def run(cases, plugin=None, policy_text=None):
                   "starter_cases.json": json.dumps(cases)})
     if policy_text is not None:
         files["npc_policy.gd"] = policy_text
-    out = godot4_web.play(files, args=["--headless", f"--speedup={SPEEDUP}"], timeout=300)
+    out = godot4_web.play(files, args=["--headless", f"--speedup={SPEEDUP}", f"--env_seed={env_seed}"], timeout=300)
     printed = [json.loads(line) for line in out["print"] if line.startswith("{")]
     assert out["done"] and [case["name"] for case in printed] == [case["name"] for case in cases], out
     return {case["name"]: case for case in printed}, out["error"]
@@ -179,14 +191,14 @@ PLUGINS = [pytest.param(None, id="stand-ins"), pytest.param(REAL_PLUGIN, id="rea
 
 @pytest.fixture(scope="module", params=PLUGINS)
 def runs(request, tmp_path_factory):
-    """Both runs: the cases with an exported policy (a small untrained ppo_godot.Agent's), and the shipping scene
-    before the first export; the agent too."""
+    """Both runs: the cases with an exported policy (a small untrained ppo_godot.Agent's), and, under the other
+    --env_seed, the shipping scene before the first export and a training case; the agent too."""
     torch.manual_seed(0)
     agent = ppo_godot.Agent(LAYOUT, HEADS)
     path = tmp_path_factory.mktemp("policy") / "npc_policy.gd"
     ppo_godot.export_gdscript(agent, LAYOUT, HEADS, str(path), "the tests")
-    with_policy = run(CASES, request.param, path.read_text())
-    before_export = run(BEFORE_EXPORT, request.param)
+    with_policy = run(CASES, ENV_SEEDS[0], request.param, path.read_text())
+    before_export = run(BEFORE_EXPORT, ENV_SEEDS[1], request.param)
     return {"cases": with_policy[0], "errors": with_policy[1], "before export": before_export[0],
             "errors before export": before_export[1], "agent": agent}
 
@@ -218,6 +230,19 @@ def test_the_starter_is_a_godot_4_project_with_the_plugin_enabled():
     assert "sync.gd" not in (STARTER / "ship.tscn").read_text()
 
 
+def test_each_scene_draws_the_arena_the_rules_use():
+    """player.gd's arena, (0, 0) to (ARENA_SIZE, ARENA_SIZE), is what each scene shows (its Arena, from (0, 0)) and
+    what the window holds."""
+    for scene in ("train.tscn", "ship.tscn"):
+        text = (STARTER / scene).read_text()
+        arena = re.search(r'^\[node name="Arena" type="ColorRect" parent="\."\]\n(.*?)\n\n', text, re.M | re.S)
+        arena = arena.group(1).splitlines()
+        assert arena[:2] == [f"offset_right = {ARENA_SIZE}", f"offset_bottom = {ARENA_SIZE}"], scene
+        assert not [line for line in arena if line.startswith(("offset_left", "offset_top", "position"))], scene
+    for side in ("width", "height"):
+        assert starter_number("project.godot", rf"^window/size/viewport_{side}=(\d+)") == ARENA_SIZE
+
+
 def test_the_runs_have_no_script_error(runs):
     """No parse or load error, no push_error (the stand-ins' for a method the game must write). The engine is a
     release build: an error while a script runs (a missing method, a bad index) is not reported and the function
@@ -238,6 +263,19 @@ def test_the_sync_node_collects_one_agent_whose_observations_fit_the_space_it_de
     observations = [m["obs"][0]["obs"] for m in messages]
     observations += [m["info"][0]["terminal_observation"]["obs"] for m in messages if m["info"][0]]
     assert all(len(obs) == 4 and all(-1 <= v <= 1 for v in obs) for obs in observations)
+
+
+def test_an_observation_is_the_vector_to_the_goal_over_the_arena_then_the_velocity_over_the_speed(runs):
+    """Each observation the Sync node read at a tick: the goal minus the player's position there, over ARENA_SIZE,
+    then the velocity over SPEED, which is the direction of the last tick's move (none in a reset's tick)."""
+    case = runs["cases"]["heading"]
+    player = case["players"][0]
+    for message in case["messages"]:
+        k = message["tick"] - player["first_tick"]
+        (x, y), (goal_x, goal_y) = player["positions"][k], player["goals"][k]
+        assert message["obs"][0]["obs"] == pytest.approx(
+            [(goal_x - x) / ARENA_SIZE, (goal_y - y) / ARENA_SIZE, *player["moves"][k]], abs=1e-6), message["tick"]
+    assert len({tuple(m["obs"][0]["obs"][2:]) for m in case["messages"]}) == 5  # each way, and still
 
 
 def test_a_player_that_heads_for_the_goal_reaches_it_and_each_end_goes_out_with_done(runs):
@@ -295,6 +333,51 @@ def test_a_player_that_stands_still_times_out_every_episode_with_a_truncation_th
     assert sum(a != b for a, b in zip(positions, positions[1:])) == len(ends) + 1
 
 
+def episodes(player):
+    """Each episode's start, [the player's position, its goal's]: the scene's own (as it became ready), then one at
+    each tick where the goal had moved (a reset)."""
+    starts = [player["ready"]]
+    for position, goal in zip(player["positions"], player["goals"]):
+        if goal != starts[-1][1]:
+            starts.append([position, goal])
+    return starts
+
+
+def training_players(runs):
+    return [case["players"][0] for case in [*runs["cases"].values(), *runs["before export"].values()]
+            if case.get("messages")]
+
+
+def test_the_arenas_edges_stop_the_player_on_every_side(runs):
+    """A player pushed left, up, right and down in turn (edges) stops at each edge of the arena; no player of any
+    run ever leaves it."""
+    xs, ys = zip(*runs["before export"]["edges"]["players"][0]["positions"])
+    assert (min(xs), min(ys), max(xs), max(ys)) == (0, 0, ARENA_SIZE, ARENA_SIZE)
+    for case in [*runs["cases"].values(), *runs["before export"].values()]:
+        for player in case["players"]:
+            assert all(0 <= x <= ARENA_SIZE and 0 <= y <= ARENA_SIZE for x, y in player["positions"]), case["name"]
+
+
+def test_each_episode_starts_with_its_goal_at_least_100_pixels_away(runs):
+    """Every episode of every training case, the scene's own first ones included; the README says so."""
+    starts = [start for player in training_players(runs) for start in episodes(player)]
+    assert len(starts) >= 30
+    assert min(math.dist(position, goal) for position, goal in starts) >= MIN_START_DISTANCE
+    readme = " ".join((STARTER / "README.md").read_text().split())
+    assert f"with the goal at least {MIN_START_DISTANCE:g} pixels away" in readme
+
+
+def test_one_env_seed_repeats_the_episodes_and_another_changes_them(runs):
+    """The Sync node seeds Godot's random numbers with --env_seed, and player.gd draws each episode's start from
+    them: from Python's reset on (the first episode is the scene's own, before it), heading and still, two cases
+    under one seed, start the same episodes in the same order, whatever their moves; edges, under the other seed,
+    starts others."""
+    heading, still, edges = (episodes(case["players"][0])[1:] for case in [
+        runs["cases"]["heading"], runs["cases"]["still"], runs["before export"]["edges"]])
+    assert len(still) == 5 and heading[:5] == still and edges[:5] != still
+    assert not set(map(str, edges)) & set(map(str, still))
+
+
 def greedy(agent, observations):
     """The torch policy's greedy actions, in float64 as GDScript computes (the exported weights are float32's)."""
     with torch.no_grad():
@@ -338,6 +421,14 @@ def test_the_shipping_scene_runs_before_the_first_export_and_stands_still(runs):
     assert errors and [line for line in errors if not line.strip().startswith("at: ")] == [f"ERROR: {NO_POLICY}"]
     assert player["heuristic"] == "model" and not player["in_agent_group"]
     assert len({tuple(p) for p in player["positions"]}) == 1 and player["moves"][-1] == [0, 0]
+
+
+def test_the_shipped_controller_times_out_as_the_training_one_does(runs):
+    """A shipped player's episode that reaches no goal ends after RESET_AFTER + 1 ticks, as a training player's does
+    (still): in the training scene, where its policy plays 2000 ticks."""
+    assert {end["n_steps"] for end in ends_read(runs["cases"]["still"])} == {RESET_AFTER + 1}
+    lengths = [end["n_steps"] for end in runs["cases"]["both"]["players"][1]["ends"]]
+    assert RESET_AFTER + 1 in lengths and max(lengths) == RESET_AFTER + 1
 
 
 def test_a_shipped_controller_in_a_training_scene_does_not_fight_the_sync_node(runs):

@@ -3,6 +3,9 @@ extends CharacterBody2D
 # its controller's last action points, the arena's edges stop it, and each episode starts at a
 # random place with the goal at another. What the trainer sees of it (observations, actions,
 # rewards, episode ends) is ai_controller.gd's.
+# The random places come from Godot's global random numbers (randf_range), which the Sync node
+# seeds with the trainer's --env_seed (1 without it) before Python's first reset: one seed, the
+# same episodes. Without a Sync node (ship.tscn), Godot seeds them at random.
 
 const ARENA_SIZE := 400.0  # the arena: (0, 0) to (ARENA_SIZE, ARENA_SIZE) in the parent's space
 const SPEED := 200.0  # pixels per second
@@ -12,7 +15,6 @@ const MIN_START_DISTANCE := 100.0  # a new episode's goal is at least this far f
 # The child that trains (AIController2D in train.tscn) or plays (ShippedController in ship.tscn)
 @export var ai_controller: AIController2D
 @export var goal: Node2D
-var rng := RandomNumberGenerator.new()  # seeded at random; set rng.seed to repeat the episodes
 
 
 func _ready():
@@ -45,4 +47,4 @@ func new_episode():
 
 
 func random_point() -> Vector2:
-	return Vector2(rng.randf_range(0.0, ARENA_SIZE), rng.randf_range(0.0, ARENA_SIZE))
+	return Vector2(randf_range(0.0, ARENA_SIZE), randf_range(0.0, ARENA_SIZE))
