@@ -286,7 +286,8 @@ def launch_game(port, seed, connect_timeout, **game):
     take it in between."""
     GodotEnv.DEFAULT_TIMEOUT = connect_timeout  # how long GodotEnv waits for its game to connect
     with socket.socket() as listener:  # closed once the game is connected, or is not
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
+        # the port is this run's alone: Windows (where SO_EXCLUSIVEADDRUSE is) lets SO_REUSEADDR share it
+        listener.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_EXCLUSIVEADDRUSE", socket.SO_REUSEADDR), 1)
         try:
             listener.bind(("127.0.0.1", port or 0))
         except OSError as e:

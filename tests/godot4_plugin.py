@@ -43,9 +43,8 @@ sensors (ISensor3D.gd too) and plugin.cfg from there (read at run time, not stor
 ONNX_wrapper.gd stay the stand-ins (the web build has no TCP and no C#). The real RGBCameraSensor2D.gd does not
 parse on Godot 4.6 (line 42 multiplies a Vector2i by a Vector2).
 
-Seen here with this build: a pack of 20 or more files run with --headless traps ("RuntimeError: table index is out
-of bounds") within its first physics frames, with any content (20 small text files and a main.gd that awaits 10
-physics frames do it); the same packs run without --headless (rendering through SwiftShader) do not."""
+Packs run with --headless trapped at start-up or not as their contents went: the cause, and the page's fix, are in
+tests/godot4_web.py's docstring."""
 import re
 from pathlib import Path
 

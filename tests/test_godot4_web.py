@@ -43,6 +43,18 @@ def test_a_game_that_never_ends_is_stopped_and_leaves_no_process():
         os.killpg(godot4_web.web.run_page.last_browser, 0)
 
 
+def test_a_headless_game_starts_whatever_its_pack_holds():
+    """Under --headless the engine read memory past its display server when the page's canvas took its size: with
+    this pack (24 small files beside main.gd) that trapped at start-up in every run ("the engine did not start:
+    RuntimeError: null function"), until the page kept a headless engine's canvas at 0 x 0, never resized."""
+    godot4_web.needs_godot4()
+    files = {f"data/f{i:02d}.txt": f"file {i}\n" for i in range(24)}
+    out = godot4_web.play({**files, "main.gd": 'extends Node\n\n\nfunc _ready():\n\tfor _i in range(10):\n'
+                                               '\t\tawait get_tree().physics_frame\n\tprint("DONE")\n'},
+                          args=["--headless"])
+    assert out["done"] and out["exit"] is None and not out["error"], out
+
+
 def test_the_pack_lists_each_file_with_its_offset_size_and_md5(tmp_path):
     files = {"b.txt": "b", "a/x.bin": b"\x00\x01"}
     godot4_web.web.write_pack(files, tmp_path / "game.pck")

