@@ -3,6 +3,7 @@ import importlib
 import os
 import random
 import re
+import runpy
 import shutil
 import signal
 import socket
@@ -35,12 +36,50 @@ CHASE = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
          for kind in ("discrete", "multidiscrete", "continuous", "camera")}
 
 
-def needs_godot():
-    """Skip without Debian's headless Godot 3; under CI (CI=true), whose .ci/run installs it, fail."""
-    if shutil.which("godot3-server") is None:
+def needs_part(part, why_missing):
+    """For a test that needs an optional part (an engine, Chromium, Ray, W&B): notes it for .ci/run's bare pass
+    (tests/bare_install.py), then, where the part is missing (why_missing, None when it is there), skips with that
+    reason; under CI (CI=true), whose .ci/run installs every part, fails instead."""
+    NEEDS.setdefault(FIXTURES_IN_SETUP[-1] if FIXTURES_IN_SETUP else current_test(), set()).add(part)
+    if why_missing:
         if os.environ.get("CI"):
-            pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
-        pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server")
+            pytest.fail(f"missing under CI, whose .ci/run must install it: {why_missing}", pytrace=False)
+        pytest.skip(why_missing)
+
+
+NEEDS = {}  # {a test's node id, or a fixture's name: the optional parts it needs} in this process
+FIXTURES_IN_SETUP = []  # the fixtures being set up, innermost last
+
+
+def current_test():
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]  # "nodeid (setup)", "nodeid (call)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef):
+    FIXTURES_IN_SETUP.append(fixturedef.argname)
+    try:
+        yield
+    finally:
+        FIXTURES_IN_SETUP.pop()
+
+
+def pytest_sessionfinish(session):
+    """With $PPO_TESTS_NEEDING_PARTS set to a folder, writes there each test that needs an optional part and
+    the part, one tab-separated line each: tests/bare_install.py runs them again without their parts."""
+    folder = os.environ.get("PPO_TESTS_NEEDING_PARTS")
+    if not folder or not NEEDS:
+        return
+    lines = {f"{item.nodeid}\t{part}\n" for item in getattr(session, "items", [])
+             for key in [item.nodeid, *item.fixturenames] for part in NEEDS.get(key, ())}
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.tsv").write_text("".join(sorted(lines)))
+
+
+def needs_godot():
+    """Skip without Debian's headless Godot 3 (a failure under CI)."""
+    needs_part("godot3", None if shutil.which("godot3-server") else
+               "needs Debian's headless Godot 3: apt-get install godot3-server")
     # A project's first start on a machine makes its user folder, fails to make logs/ in it and says
     # so in two `ERROR: make_dir_recursive` lines on stderr (Godot 3.2.3, godotengine/godot#44873;
     # later starts are quiet), which a test of a one-line error would count: make it as Godot would.
@@ -60,13 +99,11 @@ def benchmark(name):
 def display():
     """An X display for games that render (the camera game on Debian's windowed Godot 3,
     godot3-runner): a virtual one, Xvfb, on a free display number, set as $DISPLAY for the games that
-    a test starts. Skipped without them; under CI, whose .ci/run installs them, failed."""
+    a test starts. Skipped without them (a failure under CI)."""
     needs_godot()
     missing = [tool for tool in ("godot3-runner", "Xvfb") if shutil.which(tool) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{' and '.join(missing)} missing under CI: .ci/run must install them", pytrace=False)
-        pytest.skip("needs a Godot 3 that renders and a virtual display: apt-get install godot3-runner xvfb")
+    needs_part("display", missing and f"needs a Godot 3 that renders and a virtual display ({' and '.join(missing)} "
+                                      "missing): apt-get install godot3-runner xvfb")
     read_end, write_end = os.pipe()
     xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
                             pass_fds=[write_end], stderr=subprocess.DEVNULL)
@@ -424,6 +461,13 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "learning: trains for a while (left out when grading mutants)")
+    folder = os.environ.get("PPO_TESTS_NEEDING_PARTS")
+    audit = REPO / "tests" / "parts_audit"
+    if folder and str(audit) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        # this process and every Python a test starts note the tests that import Ray or W&B
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(audit), *filter(None, [os.environ.get("PYTHONPATH")])])
+        runpy.run_path(str(audit / "sitecustomize.py"))
 
 
 def pytest_generate_tests(metafunc):

@@ -5,7 +5,6 @@ Without the engine these tests skip, naming the install command; under CI (CI=tr
 """
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,8 +16,8 @@ import pytest
 import torch
 
 import ppo_godot
-from conftest import (REPO, as_from_a_terminal, assert_plugin_plays_like_torch, game_pids, read_scalars, run_dirs,
-                      run_script, saved_agents)
+from conftest import (REPO, as_from_a_terminal, assert_plugin_plays_like_torch, game_pids, needs_godot, read_scalars,
+                      run_dirs, run_script, saved_agents)
 
 GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
         for kind in ("discrete", "multidiscrete", "continuous", "plugin")}
@@ -26,10 +25,11 @@ GAME = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
 PLUGIN_OBS = {"to_target": 2, "position": 2}
 PLUGIN_ACTIONS = {"sprint": ("discrete", 2), "direction": ("continuous", 2)}
 
-if shutil.which("godot3-server") is None:
-    if os.environ.get("CI"):
-        pytest.fail("godot3-server is missing under CI: .ci/run must install it", pytrace=False)
-    pytest.skip("needs Debian's headless Godot 3: apt-get install godot3-server", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def godot3():
+    needs_godot()
 
 
 # how long a stopped run may take to save, export and close before the test calls it hung: not a

@@ -4,7 +4,7 @@ cluster on loopback.
 Without the engine, or without Ray (an optional install: requirements-scale.txt), these tests skip
 naming the install command; under CI (CI=true), whose .ci/run installs both, they fail instead.
 """
-import importlib
+import importlib.util
 import os
 import re
 import signal
@@ -18,7 +18,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, needs_godot, plugin_inference,
+from conftest import (CHASE, REPO, as_from_a_terminal, assert_one_line_error, needs_godot, needs_part, plugin_inference,
                       read_scalars, run_dirs, run_script)
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -37,12 +37,7 @@ pytestmark = pytest.mark.xdist_group("ray")
 def rllib_script():
     """The script as a module, for GodotRayEnv."""
     needs_godot()
-    try:
-        importlib.import_module("ray.rllib")
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("Ray is missing under CI: .ci/run must install requirements-scale.txt", pytrace=False)
-        pytest.skip("needs Ray RLlib: pip install -r requirements-scale.txt")
+    needs_part("ray", importlib.util.find_spec("ray") is None and "needs Ray RLlib: pip install -r requirements-scale.txt")
     sys.path.insert(0, str(REPO / "scale"))
     try:
         return importlib.import_module("ppo_rllib_godot")
@@ -232,6 +227,21 @@ def test_without_a_port_each_game_listens_on_a_free_port_of_its_own(rllib_script
     finally:
         for env in envs:
             env.close()
+
+
+def test_env_runner_i_takes_port_plus_i_and_the_last_runners_port_must_exist(rllib_script, capsys):
+    """Env runner i (1, 2, ...; RLlib's worker_index) launches its game on --port + i, or a free port without
+    --port; so --port is refused unless --port + the number of runners is at most 65535."""
+    from ray.rllib.env.env_context import EnvContext
+    assert [rllib_script.runner_port(EnvContext({"base_port": 5000}, worker_index=i)) for i in (1, 2, 3)] == [
+        5001, 5002, 5003]
+    assert rllib_script.runner_port(EnvContext({"base_port": None}, worker_index=2)) is None
+    runners = ["--env-path", CHASE["discrete"], "--num-env-runners", "3", "--num-cpus", "3"]
+    assert rllib_script.parse_args(runners + ["--port", str(65535 - 3)]).port == 65532
+    for port in (65535 - 2, 0):
+        with pytest.raises(SystemExit):
+            rllib_script.parse_args(runners + ["--port", str(port)])
+        assert "--port must be 1 to 65532 (the games take port + 1, ..., port + 3)" in capsys.readouterr().err
 
 
 def test_a_given_port_that_is_taken_is_named_before_the_game_starts(rllib_script, port):

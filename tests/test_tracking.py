@@ -14,16 +14,13 @@ import ppo
 import ppo_continuous_action
 import ppo_godot
 import ppo_lstm
-from conftest import CHASE, REPO, free_port, needs_godot, read_scalars, run_dirs
+from conftest import CHASE, REPO, free_port, needs_godot, needs_part, read_scalars, run_dirs
 
 
 @pytest.fixture(scope="module")
 def wandb_records():
     """wandb's protobuf Record, or a skip (a failure under CI, whose .ci/run installs wandb)."""
-    if importlib.util.find_spec("wandb") is None:
-        if os.environ.get("CI"):
-            pytest.fail("wandb is missing under CI: .ci/run must install requirements-track.txt", pytrace=False)
-        pytest.skip("needs wandb: pip install -r requirements-track.txt")
+    needs_part("wandb", importlib.util.find_spec("wandb") is None and "needs wandb: pip install -r requirements-track.txt")
     from wandb.proto import wandb_internal_pb2
     return wandb_internal_pb2.Record
 

@@ -1,0 +1,77 @@
+"""The bare install, as .ci/run takes it after the suite: every test that needs an optional part, run again in a
+venv of requirements.txt alone (no Ray, no W&B), first with the engines there, then with Godot 3, Xvfb, Chromium
+and the Godot 4.6 template hidden as well. Each must skip and say why; a failure or an error fails this command.
+
+    PPO_TESTS_NEEDING_PARTS=.cache/tests-needing-parts python -m pytest tests -q -n auto --dist loadgroup
+    python tests/bare_install.py .cache/tests-needing-parts
+
+The suite's run lists the tests (conftest.needs_part notes each, by test or by the fixture that needs the part).
+The engines are hidden in a mount namespace of this command alone (unshare, as root): /dev/null over each
+program, an empty folder over the template; nothing on the machine changes.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = REPO / ".cache" / "bare-venv"
+PYTHON_PARTS = {"ray", "wandb"}  # what requirements.txt lacks; the rest are the engines
+ENGINES = ["godot3-server", "godot3-runner", "Xvfb", "chromium"]
+TEMPLATE = REPO / ".cache" / "godot4-web"
+
+
+def bare_venv():
+    """.cache/bare-venv with requirements.txt alone, made anew when requirements.txt changes."""
+    wanted = hashlib.sha256((REPO / "requirements.txt").read_bytes()).hexdigest()
+    stamp = VENV / "requirements.sha256"
+    if not stamp.exists() or stamp.read_text() != wanted:
+        shutil.rmtree(VENV, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "-r", str(REPO / "requirements.txt")], check=True)
+        stamp.write_text(wanted)
+    return str(VENV / "bin" / "python")
+
+
+def tests_needing_parts(folder):
+    """{node id: the optional parts it needs}, from the suite's run."""
+    needs = {}
+    for listing in Path(folder).glob("*.tsv"):
+        for line in listing.read_text().splitlines():
+            nodeid, part = line.split("\t")
+            needs.setdefault(nodeid, set()).add(part)
+    return needs
+
+
+def hiding_engines():
+    """A command prefix that runs the rest in a mount namespace without the engines and the template."""
+    mounts = [f"mount --bind /dev/null {os.path.realpath(path)}" for path in map(shutil.which, ENGINES) if path]
+    if TEMPLATE.is_dir():
+        mounts.append(f"mount --bind {tempfile.mkdtemp()} {TEMPLATE}")
+    return ["unshare", "--mount", "sh", "-c", " && ".join(mounts + ['exec "$@"']), "sh"]
+
+
+def run(title, prefix, python, nodeids):
+    print(f"bare install, {title}: {len(nodeids)} tests", flush=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PPO_TESTS_NEEDING_PARTS")}  # skip, not fail
+    proc = subprocess.run(prefix + [python, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p",
+                                    "no:cacheprovider", "-rs", *sorted(nodeids)], cwd=REPO, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"bare install, {title}: pytest exited {proc.returncode}: a test whose part is missing must skip")
+
+
+def main(folder):
+    needs = tests_needing_parts(folder)
+    if not needs:
+        sys.exit(f"no test listed in {folder}: run the suite with PPO_TESTS_NEEDING_PARTS={folder} first")
+    python = bare_venv()
+    run("no Ray, no W&B", [], python, [t for t, parts in needs.items() if parts & PYTHON_PARTS])
+    run("no Ray, no W&B and no engines", hiding_engines(), python, list(needs))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
