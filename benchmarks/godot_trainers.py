@@ -58,10 +58,11 @@ run still going after --max-minutes (15) is stopped (Ctrl-C) and marked so.
 Measured per trainer, game and seed:
   - agent-steps per second over the whole run: the agent-steps the games played / the seconds from starting the
     trainer's process to its exit (start-up, updates and shutdown included);
-  - CPU-seconds of the trainer's processes and its games (every descendant reaped by this process, which is their
-    subreaper: getrusage(RUSAGE_CHILDREN) before and after). RLlib's is a lower bound: its first slow Chase run counted
-    26 CPU-seconds, where its two games alone busy-loop for about 310 (3,125 ticks each at 50 ms), so Ray's worker
-    processes and the games they start escape the count (reaped where their time is not passed up);
+  - CPU-seconds of the trainer's processes and its games: getrusage(RUSAGE_CHILDREN) before and after, which counts
+    every descendant whose parent waited for it (this process is the subreaper of the orphans, and reaps them), plus
+    the processes the kernel reaps without passing their time up, read from /proc while they run (Unreported): Ray's
+    raylet ignores SIGCHLD, so its workers, and the games they waited for, would escape getrusage (the full
+    benchmark's RLlib rows were run before they were counted: a lower bound, marked so);
   - minutes from starting the trainer to the first episode at which the mean of the last 100 episodes reaches 90%
     of the scripted near-optimal return (straight for the target, measured at the start of the run on fast Chase
     as benchmarks/godot_chase.py does; slow Chase sends the same, so its return is the same);
@@ -85,6 +86,8 @@ against the rows that are not ppo_godot.py's:
 import argparse
 import contextlib
 import ctypes
+import functools
+import importlib.util
 import json
 import os
 import resource
@@ -94,6 +97,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -123,7 +127,7 @@ ROWS = {  # key: (label, pacing)
 }
 SAMPLE_FACTORY = ("sample-factory", "sample-factory-paced")
 MINE = ("ppo_godot.py", "ppo_godot.py-slow-game")  # the rows the margins judge, each against the other trainers
-CPU_NOTE = {"rllib": " (a lower bound: Ray's workers and their games escape the count)"}
+POLL_S = 0.5  # how often Unreported reads the processes
 
 
 # ------------------------------------------------------------------------------------------------
@@ -136,6 +140,16 @@ def setup():
     subprocess.run([str(SF_PYTHON), "-m", "pip", "install", "-r", str(SF_REQUIREMENTS)], check=True)
     subprocess.run([str(SF_PYTHON), "-c", "import sample_factory, godot_rl, torch; print('Sample Factory', "
                     "sample_factory.__version__, 'torch', torch.__version__)"], check=True)
+
+
+def missing_parts(rows):
+    """What the rows asked for need and this install lacks, a phrase each."""
+    missing = []
+    if "rllib" in rows and importlib.util.find_spec("ray") is None:
+        missing.append("the rllib row needs Ray, an optional install: pip install -r requirements-scale.txt")
+    if any(row in SAMPLE_FACTORY for row in rows) and not SF_PYTHON.exists():
+        missing.append(f"Sample Factory's rows need its venv ({SF_VENV}): python benchmarks/godot_trainers.py --setup")
+    return missing
 
 
 # ------------------------------------------------------------------------------------------------
@@ -289,45 +303,113 @@ def sb3_run(config):
 # Running one trainer, and what it leaves
 # ------------------------------------------------------------------------------------------------
 def become_subreaper():
-    """Orphaned descendants (games a trainer did not wait for, Ray's workers) become this process's children,
-    so that they are reaped here and their CPU time counts (prctl PR_SET_CHILD_SUBREAPER)."""
+    """Orphaned descendants (games a trainer did not wait for, Ray's processes whose parent has gone) become this
+    process's children, so that they are reaped here and their CPU time counts (prctl PR_SET_CHILD_SUBREAPER)."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(36, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
-def my_children():
-    pids = []
+def process_table():
+    """{pid: (parent pid, its own CPU-seconds so far, its start time in clock ticks)} of every process in /proc."""
+    table = {}
     for entry in os.listdir("/proc"):
         with contextlib.suppress(OSError, ValueError, IndexError):
             with open(f"/proc/{entry}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
-                    pids.append(int(entry))
-    return pids
+                fields = f.read().rsplit(")", 1)[1].split()
+            table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+                                 int(fields[19]))
+    return table
+
+
+def descendants(table, root):
+    """The pids under root in the process table, at every depth."""
+    children = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+def ignores_sigchld(pid):
+    """Whether the process ignores SIGCHLD (its SigIgn mask), so that the kernel reaps its children."""
+    with contextlib.suppress(OSError, StopIteration):
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(line.split()[1] for line in f if line.startswith("SigIgn:"))
+        return bool(int(mask, 16) >> (signal.SIGCHLD - 1) & 1)
+    return False
+
+
+class Unreported:
+    """The CPU-seconds getrusage(RUSAGE_CHILDREN) never sees: a process whose parent ignores SIGCHLD is reaped by the
+    kernel, which then drops its time, and that of the children it waited for, instead of passing it up. Every
+    POLL_S seconds this reads each live descendant's own CPU-seconds and parent from /proc; at the end it sums the
+    processes whose time was dropped. What one of them spends after its last read is missed (at most POLL_S
+    seconds each), and a process that lives less than POLL_S may not be seen."""
+
+    def __init__(self, root):
+        self.root = root  # whose descendants are read
+        self.seen = {}  # (pid, start): ((parent pid, its start), own CPU-seconds, whether the parent ignores SIGCHLD)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def watch(self):
+        while not self.stop.wait(POLL_S):
+            table = process_table()
+            parents = {}
+            for pid in descendants(table, self.root):
+                parent, cpu, start = table[pid]
+                if parent not in parents:
+                    parents[parent] = ignores_sigchld(parent)
+                self.seen[pid, start] = ((parent, table[parent][2]), cpu, parents[parent])
+
+    def seconds(self, reaped):
+        """The CPU-seconds of the processes seen whose time was dropped; reaped: the pids this process reaped, whose
+        time getrusage counts."""
+        @functools.cache
+        def dropped(key):
+            parent, _, parent_ignores = self.seen[key]
+            return key[0] not in reaped and (parent_ignores or (parent in self.seen and dropped(parent)))
+
+        return sum(cpu for key, (_, cpu, _) in self.seen.items() if dropped(key))
 
 
 def reap_all(grace=30):
-    """Wait for every child left (up to `grace` seconds, then each is killed by its id)."""
-    deadline = time.time() + grace
+    """Wait for every child left (up to `grace` seconds, then each is killed by its id); the pids reaped."""
+    deadline, reaped = time.time() + grace, set()
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return reaped
         if pid:
+            reaped.add(pid)
             continue
         if time.time() > deadline:
-            for pid in my_children():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            for pid, (parent, _, _) in process_table().items():
+                if parent == os.getpid():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
 
 
 def run_process(argv, folder, cap_s):
-    """(seconds from start to exit, CPU-seconds of it and every descendant, stopped at the cap, exit code)."""
+    """(start, seconds from start to exit, CPU-seconds of it and every descendant, those of them that getrusage
+    missed (Unreported), stopped at the cap, exit code)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
-    with open(folder / "output.log", "wb") as log:
+    with open(folder / "output.log", "wb") as log, Unreported(os.getpid()) as unreported:
         proc = subprocess.Popen(argv, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         capped = False
         try:
@@ -340,11 +422,12 @@ def run_process(argv, folder, cap_s):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    seconds = time.time() - start
-    reap_all()
+        seconds = time.time() - start
+        reaped = reap_all() | {proc.pid}
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return start, seconds, cpu, capped, proc.returncode
+    missed = unreported.seconds(reaped)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + missed
+    return start, seconds, cpu, missed, capped, proc.returncode
 
 
 def episodes_of(row, folder):
@@ -396,8 +479,8 @@ def first_reach(times, returns, threshold, window=WINDOW):
 def run_one(row, game_path, seed, budget, threshold, args, keep):
     """One trainer on one game for one seed: its measures, and its curve (seconds since its start, returns)."""
     folder = Path(tempfile.mkdtemp(prefix=f"{row}-", dir=keep))
-    start, seconds, cpu, capped, code = run_process(command(row, game_path, seed, budget, folder), folder,
-                                                    60 * args.max_minutes)
+    start, seconds, cpu, unreported, capped, code = run_process(command(row, game_path, seed, budget, folder),
+                                                                folder, 60 * args.max_minutes)
     times, returns, played, steps = episodes_of(row, folder)
     failed = code != 0 and not capped
     if failed:
@@ -406,8 +489,8 @@ def run_one(row, game_path, seed, budget, threshold, args, keep):
     reached = first_reach(times, returns, threshold)
     reached_steps = first_reach(played, returns, threshold)
     greedy, what = (None, "none") if failed else greedy_return(row, folder, seed, args.eval_episodes)
-    result = dict(row=row, seed=seed, budget=budget, steps=steps, seconds=seconds, cpu=cpu, capped=capped,
-                  exit_code=code, failed=failed, episodes=len(returns),
+    result = dict(row=row, seed=seed, budget=budget, steps=steps, seconds=seconds, cpu=cpu, cpu_unreported=unreported,
+                  capped=capped, exit_code=code, failed=failed, episodes=len(returns),
                   minutes_to_threshold=None if reached is None else (reached - start) / 60,
                   steps_to_threshold=reached_steps, first_episode_seconds=float(times[0] - start) if len(times) else None,
                   final=float(returns[-WINDOW:].mean()) if len(returns) else None, greedy=greedy, greedy_of=what,
@@ -441,6 +524,13 @@ def seconds_cell(runs):
     return "never" if not np.isfinite(median) else f"{60 * median:.1f}"
 
 
+def cpu_note(row, runs):
+    """Runs kept from before Unreported (no cpu_unreported) missed Ray's workers and their games."""
+    if row == "rllib" and any("cpu_unreported" not in r for r in runs):
+        return " (a lower bound: run before Ray's workers and their games were counted)"
+    return ""
+
+
 def row_lines(runs_by_row):
     lines = ["| trainer | pacing | agent-steps played | agent-steps/s | CPU-seconds (trainer + games) | seconds to 90% "
              "| seeds reaching 90% | return at the end (last 100 episodes) | greedy return (what was played) |",
@@ -455,7 +545,7 @@ def row_lines(runs_by_row):
         sps = median_or_none([r["steps"] / r["seconds"] for r in done])
         what = "; ".join(sorted({r["greedy_of"] for r in done}))
         lines.append(f"| {label} | {pacing} | {cell(median_or_none([r['steps'] for r in done]))} | {cell(sps)}{f' ({capped} stopped at the cap)' if capped else ''} "
-                     f"| {cell(median_or_none([r['cpu'] for r in done]))}{CPU_NOTE.get(row, '')} | {seconds_cell(done)} "
+                     f"| {cell(median_or_none([r['cpu'] for r in done]))}{cpu_note(row, done)} | {seconds_cell(done)} "
                      f"| {sum(r['minutes_to_threshold'] is not None for r in done)}/{len(done)} "
                      f"| {cell(median_or_none([r['final'] for r in done]), 2)} "
                      f"| {cell(median_or_none([r['greedy'] for r in done]), 2)} ({what}) |")
@@ -668,8 +758,9 @@ def main(argv=None):
     unknown = [row for row in rows if row not in ROWS]
     if unknown:
         p.error(f"unknown trainers {unknown}: pick from {', '.join(ROWS)}")
-    if any(row in SAMPLE_FACTORY for row in rows) and not SF_PYTHON.exists():
-        p.error(f"Sample Factory's venv is missing ({SF_VENV}): python benchmarks/godot_trainers.py --setup")
+    missing = missing_parts(rows)
+    if missing:
+        sys.exit(f"godot_trainers.py: error: {'; '.join(missing)}")
     games = {"fast": "fast Chase", "slow": "slow Chase"}
     chosen = [games[g.strip()] for g in args.games.split(",")]
 

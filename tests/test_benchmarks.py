@@ -4,6 +4,7 @@ learning curves are drawn, and the LSTM benchmarks run each of their sides and c
 that agree."""
 import argparse
 import json
+import re
 import sys
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 import godot4_web
-from conftest import REPO, benchmark, free_port, needs_godot, run_script
+from conftest import CHASE, REPO, benchmark, free_port, needs_godot, run_script
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cartpole_vs_sb3  # noqa: E402
@@ -266,3 +267,122 @@ def test_the_time_outs_benchmark_compares_v_and_g_at_30_actions_with_time_outs_o
     assert len(margins) == 4 and all(line.endswith((": met", ": missed")) for line in margins)
     figure = tmp_path / "benchmarks" / "figures" / "godot_time_outs.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class TimeOutsOff:
+    """The time-out game played with time-outs off, stood in: 2 agents whose episodes last 70 and 80 actions,
+    1 reward every step; each observes the actions taken in its episode; a finished agent resets on the spot."""
+    num_envs = 2
+
+    def __init__(self):
+        self.lengths, self.taken = np.array([70, 80]), np.zeros(2, int)
+
+    def reset(self, seed):
+        return self.taken[:, None].astype(np.float32), {}
+
+    def step(self, action):
+        self.taken += 1
+        done = self.taken == self.lengths
+        self.taken[done] = 0
+        return self.taken[:, None].astype(np.float32), np.ones(2), done, np.zeros(2, bool), {}
+
+    def close(self):
+        pass
+
+
+class ValueIsActionsTaken:
+    def get_value(self, obs):
+        return obs
+
+    def get_action(self, obs):
+        return torch.zeros(len(obs))
+
+
+def test_the_time_outs_benchmark_s_g_is_the_discounted_return_that_followed(tmp_path, monkeypatch):
+    time_outs = benchmark("godot_time_outs")
+    monkeypatch.setattr(time_outs.ppo_godot, "load_checkpoint", lambda path: None)
+    monkeypatch.setattr(time_outs.ppo_godot, "saved_agent", lambda checkpoint, path: ValueIsActionsTaken())
+    monkeypatch.setattr(time_outs.ppo_godot, "make_envs", lambda args: TimeOutsOff())
+    monkeypatch.setattr(time_outs.ppo_godot, "check_plays", lambda agent, envs, path: None)
+    found = time_outs.value_errors(tmp_path, CHASE["discrete"], 1, states=3)
+    gamma = time_outs.GAMMA
+    for at in time_outs.AT:
+        v, g = found[at]
+        assert len(v) >= 2 and (v == at).all()  # V at the states where `at` actions had been taken
+        # then 70 - at or 80 - at rewards of 1: G = 1 + gamma + ... + gamma^(length - at - 1)
+        assert set(np.round(g, 9)) == {round((1 - gamma ** (length - at)) / (1 - gamma), 9) for length in (70, 80)}
+    assert len(found[time_outs.MAX_STEPS][0]) >= 3 and set(found["lengths"]) == {70, 80}
+
+
+def test_the_time_outs_margin_3_holds_the_bootstrapped_bias_within_0_5_of_0_on_both_sides():
+    time_outs = benchmark("godot_time_outs")
+    bootstrapped, terminal = time_outs.VARIANTS
+
+    def third_margin(bias):  # the bootstrapped variant's mean V - G at the 30-action states, the terminal one's -2
+        rows = {(bootstrapped, 1): {"final": 5.0, time_outs.MAX_STEPS: (np.array([bias]), np.array([0.0]))},
+                (terminal, 1): {"final": 5.0, time_outs.MAX_STEPS: (np.array([-2.0]), np.array([0.0]))}}
+        line = time_outs.margin_lines(rows)[4]
+        assert line.startswith("3. bootstrapped mean V - G there")
+        return line.rsplit(": ", 1)[1]
+
+    assert [third_margin(bias) for bias in (0.3, -0.3, 0.8, -0.8)] == ["met", "met", "missed", "missed"]
+
+
+def test_the_time_outs_bootstrapped_variant_and_its_control_bootstrap_the_terminal_one_not(tmp_path, monkeypatch):
+    time_outs = benchmark("godot_time_outs")
+    commands = []
+
+    def run(argv, cwd, **kwargs):  # the training, stood in: its command kept, its run folder made
+        commands.append(argv)
+        (cwd / "runs" / "run").mkdir(parents=True)
+
+    monkeypatch.setattr(time_outs, "subprocess", argparse.Namespace(run=run, STDOUT=None))
+    monkeypatch.setattr(time_outs, "read_run", lambda run_dir: None)
+    monkeypatch.setattr(time_outs, "episode_curve", lambda run: (np.arange(3), np.zeros(3)))
+    args = argparse.Namespace(total_timesteps=2048, ppo_args="")
+    for variant in time_outs.ALL:
+        time_outs.train(variant, 1, args, tmp_path, launcher=CHASE["discrete"])
+    bootstraps = [time_outs.ppo_godot.parse_args(argv[2:]).bootstrap_truncation for argv in commands]
+    assert bootstraps == [variant != "terminal (--bootstrap-truncation false)" for variant in time_outs.ALL]
+    assert [argv[argv.index("--env-path") + 1] for argv in commands] == [
+        str(time_outs.GAME), str(time_outs.GAME), CHASE["discrete"]]  # the control trains without time-outs
+
+
+def test_the_starter_benchmark_counts_an_episode_as_timed_out_where_its_info_says_timelimit_truncated():
+    starter = benchmark("starter_learns")
+    tally = starter.Tally()
+    for message in [{"type": "env_info", "n_agents": 2},
+                    {"type": "step", "reward": [0.5, 0.25], "done": [False, False], "info": [{}, {}]},
+                    {"type": "step", "reward": [1.0, 0.25], "done": [True, True],
+                     "info": [{}, {"TimeLimit.truncated": True}]},
+                    {"type": "step", "reward": [0.1, 0.0], "done": [True, False],
+                     "info": [{"TimeLimit.truncated": False}, {}]}]:
+        tally.read(message)
+    # (agent-steps so far, return, actions, timed out)
+    assert tally.episodes == [(4, 1.5, 2, False), (4, 0.5, 2, True), (6, 0.1, 1, False)]
+    assert starter.last(np.array(tally.episodes, dtype=float))[1] == pytest.approx(2 / 3)  # reached the goal
+
+
+def test_the_starter_benchmark_puts_each_episode_where_it_began():
+    starter = benchmark("starter_learns")
+    # 2 agents: episodes that ended at agent-steps 4, 6, 8 and 12 after 2, 2, 4 and 1 actions began at 0, 2, 0, 10
+    ends, lengths, returns = np.array([4, 6, 8, 12]), np.array([2, 2, 4, 1]), np.array([1.0, 2.0, 3.0, 4.0])
+    began, in_order = starter.by_start(ends, lengths, 2, returns)
+    # in the order they began; the one begun after 12 - 4 x 2 agent-steps is left out: a longer episode begun as
+    # late would not have ended by the run's end
+    assert began.tolist() == [0, 0, 2] and in_order.tolist() == [1.0, 3.0, 2.0]
+
+
+def test_the_starter_benchmark_puts_the_sync_node_before_or_after_the_levels_as_train_tscn_has_it():
+    starter = benchmark("starter_learns")
+    scene = (starter.STARTER / "train.tscn").read_text()
+    level, sync_first = starter.level_scene(scene)
+    assert sync_first and "sync.gd" not in level and 'name="Sync"' not in level
+    assert level.count("[node ") == scene.count("[node ") - 1
+    sync = scene[scene.index('[node name="Sync"'):scene.index("[node ", scene.index('[node name="Sync"') + 1)]
+    assert starter.level_scene(scene.replace(sync, "") + "\n" + sync) == (level, False)  # Sync moved to the end
+    nodes = lambda text: re.findall(r'^\[node name="(\w+)"', text, flags=re.M)  # noqa: E731
+    trained = starter.game_files(starter.STARTER, 2)[starter.TRAIN_SCENE]
+    assert nodes(trained) == ["StarterLearns", "Sync", "Level0", "Level1"]
+    assert nodes(starter.training_scene(starter.LEVEL_SCENE, 2, 1000, False)) == ["StarterLearns", "Level0", "Level1",
+                                                                                   "Sync"]

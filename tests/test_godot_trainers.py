@@ -1,16 +1,22 @@
-"""Issue 61's groundwork: the demo game's slow flag (--tick_cost_ms) changes nothing the game sends, and
-benchmarks/godot_trainers.py's tiny mode runs every trainer and writes tables that read back."""
+"""Issue 61's groundwork: the demo game's slow flag (--tick_cost_ms) changes nothing the game sends,
+benchmarks/godot_trainers.py's measures on made-up runs, godot_rl_fixes.py's seeds, trainer_startup.py's games, and
+godot_trainers.py's tiny mode, which runs every trainer and writes tables that read back."""
+import argparse
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
-from conftest import CHASE, REPO, benchmark, needs_godot
+import ppo_godot
+from conftest import CHASE, REPO, benchmark, needs_godot, needs_part
 
 godot_trainers = benchmark("godot_trainers")
+godot_rl_fixes = benchmark("godot_rl_fixes")
 
 
 def cpu_seconds(pid):
@@ -92,6 +98,194 @@ def test_each_of_ppo_godot_s_rows_is_judged_against_the_other_trainers_alone():
     assert "6.0x" in second and second.endswith("met.")  # SB3's median 3.0 against 0.5 (0.5, 0.5, 3.0)
 
 
+def test_the_return_by_time_is_the_mean_of_the_last_100_episodes_ended_by_then_median_over_seeds():
+    ends = np.arange(1.0, 201.0)  # episode i (1, 2, ...) ends i seconds after the start
+    first = dict(curve=[ends.tolist(), np.r_[np.zeros(100), np.full(100, 10.0)].tolist()])
+    assert godot_trainers.by_time([first], 150.0) == 5.0  # episodes 51-150: 50 zeros, 50 tens
+    assert godot_trainers.by_time([first], 1000.0) == 10.0  # the run had ended: its last 100
+    assert godot_trainers.by_time([first], 10.0) == 0.0  # fewer than 100 so far: those
+    second, third = (dict(curve=[ends.tolist(), np.full(200, value).tolist()]) for value in (2.0, 3.0))
+    assert godot_trainers.by_time([first, second, third], 150.0) == 3.0
+    late = dict(curve=[(ends + 20).tolist(), np.ones(200).tolist()])
+    assert godot_trainers.by_time([first, late], 15.0) is None  # a seed had no episode yet
+
+
+def test_a_run_on_godot_rl_s_games_counts_the_agent_steps_of_all_its_games(tmp_path):
+    """godot_rl_fixes.py's records, one file a game: each episode is placed at the agent-steps all the games had
+    played when it ended, and the run's agent-steps are every game's last count."""
+    (tmp_path / "episodes").mkdir()
+    games = {"a": [dict(t=1.0, steps=16, r=1.0), dict(t=3.0, steps=32, r=2.0), dict(t=5.0, steps=48, closed=True)],
+             "b": [dict(t=2.0, steps=16, r=3.0), dict(t=6.0, steps=32, closed=True)]}
+    for name, lines in games.items():
+        (tmp_path / "episodes" / f"episodes-{name}.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
+    for row in ("sb3", "sample-factory"):
+        times, returns, played, steps = godot_trainers.episodes_of(row, tmp_path)
+        assert times.tolist() == [1.0, 2.0, 3.0] and returns.tolist() == [1.0, 3.0, 2.0]
+        assert played.tolist() == [16, 32, 48] and steps == 48 + 32
+
+
+class AgentsOfEveryPace:
+    """A vector env of 4 agents (ppo_godot.py's RecordEpisodes infos): agent i's episodes last i + 1 steps and
+    return i."""
+    num_envs = 4
+
+    def reset(self):
+        self.steps = 0
+        return np.zeros((4, 2), np.float32), {}
+
+    def step(self, actions):
+        assert actions.shape == (4, 1)
+        self.steps += 1
+        ended = self.steps % np.arange(1, 5) == 0  # agent 0 ends an episode every step
+        infos = {"episode": {"r": np.arange(4.0)}, "_episode": ended}
+        return np.zeros((4, 2), np.float32), np.zeros(4), ended, np.zeros(4, bool), infos
+
+    def close(self):
+        pass
+
+
+def test_greedy_play_takes_as_many_episodes_from_each_agent(monkeypatch):
+    monkeypatch.setattr(godot_trainers, "ppo_godot_envs", lambda game, seed: AgentsOfEveryPace())
+    # 6 episodes of 4 agents: each agent's first 2; the fast agents' later episodes are left out
+    assert godot_trainers.play_greedy(lambda obs: np.zeros(len(obs)), 101, 6) == np.mean([0, 1, 2, 3])
+
+
+def test_a_run_s_start_up_is_the_time_to_its_first_finished_episode(tmp_path, monkeypatch):
+    started = 1000.0
+    monkeypatch.setattr(godot_trainers, "command", lambda *a: ["trainer"])
+    monkeypatch.setattr(godot_trainers, "run_process", lambda argv, folder, cap_s: (started, 60.0, 9.0, 0.0, False, 0))
+    episodes = np.array([1003.5, 1004.0, 1050.0]), np.array([1.0, 2.0, 3.0]), np.array([32, 64, 96]), 100
+    monkeypatch.setattr(godot_trainers, "episodes_of", lambda row, folder: episodes)
+    monkeypatch.setattr(godot_trainers, "greedy_return", lambda row, folder, seed, n: (None, "none"))
+    args = argparse.Namespace(max_minutes=15, eval_episodes=32, keep_folders=False)
+    run = godot_trainers.run_one("ppo_godot.py", "game", 1, 96, 9.0, args, tmp_path)
+    assert run["first_episode_seconds"] == 3.5 and run["curve"][0] == [3.5, 4.0, 50.0]
+    why = godot_trainers.why_lines({"ppo_godot.py": [run]})
+    assert "seconds to the first finished episode" in why[0] and why[2].split(" | ")[3] == "3.5"
+
+
+def made_up_runs(rows):
+    """{row: one finished run} with a curve, for the tables and the figure."""
+    return {row: [dict(row=row, seed=1, failed=False, capped=False, steps=4096, seconds=10.0, cpu=5.0,
+                       cpu_unreported=0.0, minutes_to_threshold=None, steps_to_threshold=None,
+                       first_episode_seconds=2.0, final=1.0, greedy=None, greedy_of="none",
+                       curve=[[2.0, 3.0], [1.0, 1.0], [32, 64]])]
+            for row in rows}
+
+
+def test_only_the_rows_run_as_their_examples_run_them_are_labelled_paced(monkeypatch):
+    runs = made_up_runs(godot_trainers.ROWS)
+    paced = {row for row in godot_trainers.ROWS if row.endswith("-paced")}
+    pacing = [line.split(" | ")[1] for line in godot_trainers.seed_lines(runs)[2:]]
+    assert pacing == ["paced" if row in paced else "unpaced" for row in godot_trainers.ROWS]
+    labels = []
+    monkeypatch.setattr(godot_trainers, "draw_seeds", lambda ax, label, curves: labels.append(label))
+    monkeypatch.setattr(godot_trainers, "save_figure", lambda fig, *a, **k: None)
+    info = dict(scripted=10.0, threshold=9.0, budgets={"fast Chase": 4096})
+    godot_trainers.plot(None, {"fast Chase": runs}, info, "python benchmarks/godot_trainers.py")
+    assert [label.endswith(", paced") for label in labels] == [row in paced for row in godot_trainers.ROWS]
+
+
+def test_the_rllib_cpu_seconds_of_runs_from_before_unreported_are_marked_a_lower_bound():
+    runs = made_up_runs(["rllib", "sb3"])
+    cpu = lambda: [line.split(" | ")[4] for line in godot_trainers.row_lines(runs)[2:]]  # noqa: E731
+    assert cpu() == ["5", "5"]
+    for row in runs.values():
+        del row[0]["cpu_unreported"]  # kept by --resume from an invocation before Unreported
+    assert cpu() == ["5 (a lower bound: run before Ray's workers and their games were counted)", "5"]
+
+
+def test_cpu_seconds_count_a_process_whose_parent_ignores_sigchld():
+    """As Ray's raylet does: the kernel reaps the child and drops its CPU time, which getrusage then never sees;
+    Unreported reads it while it runs (all but its last POLL_S seconds at most)."""
+    burn = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 2:\n    pass"
+    parent = subprocess.Popen([sys.executable, "-c", "import signal, subprocess, sys\n"
+                               "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+                               f"subprocess.run([sys.executable, '-c', {burn!r}])"])
+    with godot_trainers.Unreported(parent.pid) as unreported:
+        assert parent.wait() == 0
+    (child,) = unreported.seen
+    assert 1.0 <= unreported.seconds(reaped=set()) <= 2.5
+    assert unreported.seconds(reaped={child[0]}) == 0  # had this process reaped it, getrusage would count it
+
+
+def test_a_row_whose_part_is_missing_stops_the_benchmark_in_one_line_before_any_game_starts(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as an install of requirements.txt alone
+    monkeypatch.setattr(godot_trainers, "SF_PYTHON", tmp_path / "no-venv" / "bin" / "python")
+    for start in ("become_subreaper", "scripted_client", "run_one"):
+        monkeypatch.setattr(godot_trainers, start, lambda *a, **k: pytest.fail("a game started"))
+    for rows, missing in (("ppo_godot.py,rllib", ["requirements-scale.txt"]),
+                          ("sample-factory", ["--setup"]), ("rllib,sample-factory-paced", ["Ray", "--setup"])):
+        with pytest.raises(SystemExit) as stop:
+            godot_trainers.main(["--tiny", "--trainers", rows])
+        message = str(stop.value.code)
+        assert message.startswith("godot_trainers.py: error: ") and "\n" not in message
+        assert all(part in message for part in missing), message
+
+
+class StartedGame:
+    """Stands in for godot_rl_fixes.FixedGodotEnv: the arguments a game would be started with."""
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+def test_sample_factory_s_games_are_seeded_as_godot_rl_seeds_them(monkeypatch):
+    """The probe game (no env_config) gets gdrl's --seed, env i's game seed + 1 + i; only the games that train
+    record their episodes."""
+    monkeypatch.setitem(sys.modules, "godot_rl.wrappers.sample_factory_wrapper",  # Sample Factory's venv has it
+                        types.SimpleNamespace(SampleFactoryEnvWrapperNonBatched=object))
+    monkeypatch.setattr(godot_rl_fixes, "FixedGodotEnv", StartedGame)
+    cfg = argparse.Namespace(batched_sampling=False)
+    games = [godot_rl_fixes.make_sample_factory_env("game.x86_64", "gdrl", cfg, env_config, seed=5, episodes="e")
+             for env_config in (None, argparse.Namespace(env_id=0), argparse.Namespace(env_id=1))]
+    assert [(game.kwargs["seed"], game.kwargs["episodes"]) for game in games] == [(5, None), (6, "e"), (7, "e")]
+
+
+def test_gdrl_s_seed_seeds_sample_factory_s_networks_and_its_games(monkeypatch, tmp_path):
+    registered = {}
+    for name, module in {  # what Sample Factory's venv has, stood in
+        "godot_rl.main": types.SimpleNamespace(  # gdrl's arguments: --seed=3
+            get_args=lambda: (argparse.Namespace(env_path="game", speedup=1, seed=3), [])),
+        "godot_rl.wrappers.sample_factory_wrapper": types.SimpleNamespace(  # Sample Factory's config, its seed unset
+            parse_gdrl_args=lambda args, argv, evaluation: argparse.Namespace(seed=None)),
+        "sample_factory.envs.env_utils": types.SimpleNamespace(register_env=registered.__setitem__),
+        "sample_factory.train": types.SimpleNamespace(run_rl=lambda cfg: cfg),
+    }.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(sys, "argv", ["godot_rl_fixes.py", "--env=gdrl", "--env_path=game", "--seed=3",
+                                      "--framerate=60", f"--episodes={tmp_path}"])
+    assert godot_rl_fixes.sample_factory_main().seed == 3  # its networks
+    assert registered["gdrl"].keywords == dict(speedup=1, seed=3, framerate=60, episodes=str(tmp_path))  # its games
+
+
+class LaunchedGames:
+    def __init__(self, launched, trainer, games):
+        launched[trainer] = games
+
+    def reset(self, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_the_start_up_benchmark_launches_2_games_for_each_trainer(monkeypatch, capsys):
+    """trainer_startup.py's code for each trainer, run here with the games it launches recorded instead."""
+    startup = benchmark("trainer_startup")
+    launched = {}
+    monkeypatch.setattr(ppo_godot, "GodotVecEnv", lambda args: LaunchedGames(launched, "ppo_godot.py", args.n_parallel))
+    monkeypatch.setattr(godot_rl_fixes, "stable_baselines_games", lambda game, n_parallel, seed, episodes, **flags:
+                        LaunchedGames(launched, "SB3 (godot-rl)", n_parallel))
+    from stable_baselines3.common import vec_env
+    monkeypatch.setattr(vec_env, "VecMonitor", lambda env: env)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the code puts its folder first
+    for code in startup.CODE.values():
+        exec(code, {})
+    assert launched == {trainer: 2 for trainer in startup.CODE}
+    assert capsys.readouterr().out.count("seconds ") == len(startup.CODE)
+
+
 def table(markdown, game):
     """{(trainer, pacing): the row's other cells} of a game's first table in the benchmark's markdown."""
     section = markdown.split(f"### {game}:")[1].split("\n\n")[1]
@@ -137,20 +331,46 @@ def test_the_slow_game_row_is_ppo_godot_py_with_the_slow_game_flags_and_its_expo
     assert "--onnx-export-path" in slow  # played greedily from its ONNX export, as ppo_godot.py's row is
 
 
-def test_the_tiny_benchmark_runs_each_trainer_but_sample_factory_on_both_games_and_writes_its_tables(tmp_path):
-    markdown, runs = run_tiny(tmp_path, "--trainers", ",".join(TINY_ROWS))
+def ray_missing():
+    """Why the rllib row cannot run here, or None."""
+    return "needs Ray: pip install -r requirements-scale.txt" if importlib.util.find_spec("ray") is None else None
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """(the rows, the markdown, the runs) of one tiny benchmark on both games, for the tests below: TINY_ROWS,
+    RLlib's where Ray is installed."""
+    rows = [row for row in TINY_ROWS if row != "rllib" or not ray_missing()]
+    return (rows, *run_tiny(tmp_path_factory.mktemp("tiny"), "--trainers", ",".join(rows)))
+
+
+@pytest.mark.xdist_group("godot_trainers_tiny")  # one worker, one run of `tiny`
+def test_the_tiny_benchmark_runs_each_trainer_but_sample_factory_on_both_games_and_writes_its_tables(tiny):
+    rows_run, markdown, runs = tiny
     for game in ("fast Chase", "slow Chase"):
         rows = table(markdown, game)
-        assert set(rows) == {godot_trainers.ROWS[row] for row in TINY_ROWS}
+        assert set(rows) == {godot_trainers.ROWS[row] for row in rows_run}
         check_rows(rows, runs, game, 4096)
         greedy = {key: cells[-1] for key, cells in rows.items()}
-        # the exports, played greedily: ppo_godot.py's and RLlib's ONNX; SB3's model (godot-rl's export fails)
+        # the exports, played greedily: ppo_godot.py's ONNX; SB3's model (godot-rl's export fails)
         assert greedy[godot_trainers.ROWS["ppo_godot.py"]].endswith("(ONNX)")
-        assert greedy[godot_trainers.ROWS["rllib"]].endswith("(ONNX)")
         assert "(SB3 model (ONNX export: " in greedy[godot_trainers.ROWS["sb3"]]
         for cell in greedy.values():
             assert -5 < number(cell) < 15
     assert "Margins" in markdown and "1. ppo_godot.py reaches 90% first" in markdown
+
+
+@pytest.mark.xdist_group("godot_trainers_tiny")
+def test_the_tiny_benchmark_s_rllib_row_plays_its_onnx_export_and_counts_ray_s_workers(request):
+    needs_part("ray", ray_missing())
+    _, markdown, runs = request.getfixturevalue("tiny")
+    for game in ("fast Chase", "slow Chase"):
+        cells = table(markdown, game)[godot_trainers.ROWS["rllib"]]
+        assert cells[-1].endswith("(ONNX)") and cells[2] == f"{runs[game]['rllib'][0]['cpu']:,.0f}", cells
+    # slow Chase's 2 games, busy 50 ms a tick for 128 ticks or more each, are Ray's workers' children: the kernel
+    # drops the workers' time, and their games', as their raylet ignores SIGCHLD. A quarter of the games' time,
+    # however busy the machine, is counted there
+    assert runs["slow Chase"]["rllib"][0]["cpu_unreported"] > 0.25 * 2 * 128 * 0.050
 
 
 def test_the_tiny_benchmark_runs_sample_factory_in_its_own_venv(tmp_path):
