@@ -254,9 +254,9 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
-    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
-    is V of the observation step t returned: when step t ends an episode, its final observation, so a
-    truncated episode bootstraps from V(s_final) at no extra cost."""
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
+    the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
+    final observation, as gymnasium's next-step autoreset returns it."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)
@@ -798,7 +798,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
+        """What a subclass adds to the progress line (nothing here)."""
         return ""
 
     def mark_boundary(self, iteration, next_obs, next_done, global_step):

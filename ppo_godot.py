@@ -8,18 +8,18 @@
         # a slow game (tens of ms a step): more gradient steps from each agent-step, so fewer agent-steps
 
 Read it down to the plumbing banner (section 9), or as a diff against ppo.py (beside it): a game changes
-sections 2 (its agents as one vector env), 3 (mixed actions), 7 and 8; sections 5 and 6 are ppo.py's line
-for line, and section 4 is ppo.py's but for the steps that only reset an agent. One network plays every
-agent (n_agents a game, --n-parallel games) from vector observations; a game of several policies is
-ppo_godot_multi_policy.py's, a game with cameras ppo_godot_camera.py's. ALGO comments give equations.
-A game resets a finished agent one of two ways:
-  1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on
-     the next action; every info holds "autoreset", true on that step: no transition, left out of the update.
-     A time-out (info["truncated"]) bootstraps from V(final observation).
-  2. Like the official plugin: on the spot, so the observation sent with done is already the next
-     episode's first; every step is a transition. An end counts as terminal, unless the game sends its final
-     observation in info["terminal_observation"] (the plugin's "Send Terminal Obs Info") with
-     info["TimeLimit.truncated"]: that time-out bootstraps from V(terminal observation).
+sections 2 (its agents as one vector env), 3 (mixed actions), 4 (the steps that only reset an agent, and a
+plugin time-out's V(s_final)), 5 (that time-out's bootstrap, then ppo.py's GAE), 7 and 8; section 6 is ppo.py's.
+One network plays every agent (n_agents a game, --n-parallel games) from vector observations; a game of
+several policies is ppo_godot_multi_policy.py's, a game with cameras ppo_godot_camera.py's. ALGO comments
+give equations. A game resets a finished agent one of two ways:
+  1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on the
+     next action; every info holds "autoreset", true on that step: no transition, left out of the update. A
+     time-out (info["truncated"]) bootstraps from V(final observation), as in ppo.py.
+  2. Like the official plugin: on the spot, so the observation sent with done is already the next episode's
+     first; every step is a transition. An end is terminal, but for a plugin time-out: info["TimeLimit.truncated"]
+     with the final observation in info["terminal_observation"] (the plugin's "Send Terminal Obs Info"),
+     which bootstraps from V(terminal observation).
 """
 import argparse
 import atexit
@@ -73,8 +73,7 @@ def parse_args(argv=None):
                         "beside a busy process (results change)")
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000,
-                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's "
-                        "decay over it")
+                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's decay")
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
@@ -94,7 +93,7 @@ def parse_args(argv=None):
                    help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
     p.add_argument("--norm-reward", default=True, **flag,
                    help="scale rewards by a running std of the discounted return: a critic fits returns of 10 or "
-                        "100 slowly (benchmarks/README.md, Chase); the logged returns stay the game's own")
+                        "100 slowly (benchmarks/README.md, Chase)")
     p.add_argument("--bootstrap-truncation", default=True, **flag,
                    help="bootstrap V(final obs) on time-limit ends; false: terminal, as in CleanRL")
     # The game (GodotEnv's settings)
@@ -116,9 +115,8 @@ def parse_args(argv=None):
 # 2. Environment: every agent of every game as one vector env
 # ================================================================================================
 class GodotVecEnv:
-    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API: step() returns
-    (obs, reward, terminated, truncated, infos). Section 9 starts and connects the games, carries the
-    messages (reset_games, step_games) and records each finished episode's return and length."""
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API. Section 9 starts and connects
+    the games, carries the messages (reset_games, step_games) and records each episode's return and length."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
@@ -147,17 +145,15 @@ class GodotVecEnv:
     def step(self, actions):
         game_actions = [to_game_action(action, self.action_heads) for action in actions]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # A game that resets like gymnasium (the module docstring's first way) holds "autoreset" in every info:
-        # only then is the observation sent with done a final one, which a time-out bootstraps from
+        # An end is a time-out only where the game sent the final observation, which a time-out bootstraps from:
+        # with done in a game that resets like gymnasium ("autoreset" in every info), else in "terminal_observation"
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
-        # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
-        # that does ("TimeLimit.truncated") bootstraps from it: the observation sent with done is the next episode's
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
-        bootstraps_from_final = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
-        truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
-                            | bootstraps_from_final)
-        infos = {"autoreset": autoreset, "bootstraps_from_final": bootstraps_from_final}
+        timed_out = np.array([bool(i.get("truncated" if like else "TimeLimit.truncated", False))
+                              for i, like in zip(info, gymnasium_like)])
+        truncated = done & timed_out & (gymnasium_like | sent_final)
+        infos = {"autoreset": autoreset, "bootstraps_from_final": sent_final & timed_out}
         if sent_final.any():
             infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
         return self.observations(replies), reward, done & ~truncated, truncated, infos
@@ -180,8 +176,7 @@ def read_layouts(game, agent):
 
 
 def to_game_action(action, action_heads):
-    """One agent's action as the game expects it: {action name: int, or list of floats}, from its
-    row of columns (Agent's layout)."""
+    """One agent's action as the game expects it, {action name: int, or list of floats}, from its row of columns."""
     out, column = {}, 0
     for name, kind, size in action_heads:
         if kind == "discrete":
@@ -292,8 +287,7 @@ class Agent(nn.Module):
     def get_action(self, x, greedy=False):
         """a_t ~ pi(.|s_t), or with greedy the most likely action, as a row (a discrete action's index as a float).
         A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
-        which picks a with probability pi(a|s): torch.multinomial's draw without its input checks (which cost
-        more than the forward)."""
+        which picks a with probability pi(a|s) (torch.multinomial's draw, without its costly input checks)."""
         per_head = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
@@ -338,7 +332,7 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
-        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a time-out the game reset at once, its s_final sent
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out, its s_final sent apart
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
@@ -362,7 +356,8 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device)
         storage.terminations[step] = terminated
         storage.truncations[step] = truncated
         storage.bootstraps_from_final[step] = infos["bootstraps_from_final"]
-        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead,
+            # now, not in section 5's batched pass: ppo_godot_lstm.py's LSTM holds the ended episode's state only now
             with torch.inference_mode():
                 final_value = agent.get_value(torch.as_tensor(infos["final_obs"], device=device))
             storage.final_values[step] = final_value.flatten().cpu().numpy()
@@ -391,19 +386,18 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
 
 
 def bootstrap_reset_on_the_spot(storage, gamma):
-    """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
-    resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
-    it sent takes gamma V(s_final) into its reward and is marked terminated, only so that GAE drops values[t+1]:
-    delta_t is then r_t + gamma V(s_final) - V(s_t), as for any time-out. V(s_final) is on r_t's scale (both
-    after --norm-reward). Returns (rewards, terminations) for compute_gae alone: the logged returns are the game's."""
+    """compute_gae's r_t and terminated_t, each plugin time-out bootstrapped: its values[t+1] is V of the next
+    episode's first observation, so gamma V(s_final) goes into r_t and the step counts as terminated, which
+    drops values[t+1]: delta_t = r_t + gamma V(s_final) - V(s_t), as for any time-out. (V(s_final) is on r_t's
+    scale, both after --norm-reward; the logged returns stay the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
-    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
-    is V of the observation step t returned: when step t ends an episode, its final observation, so a
-    truncated episode bootstraps from V(s_final) at no extra cost."""
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
+    the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
+    final observation, as gymnasium's next-step autoreset returns it."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)
@@ -528,11 +522,11 @@ def train(args):
 
             next_obs, global_step = collect_rollout(envs, agent, storage, next_obs, global_step, run.writer, device)
             logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-            if args.bootstrap_truncation:  # a time-out the game reset on the spot: gamma V(s_final) into r_t
-                rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
+            if args.bootstrap_truncation:  # a plugin time-out's gamma V(s_final) into r_t; others bootstrap in GAE
+                gae_rewards, gae_terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
             else:  # CleanRL's way: a time-limit end counts as terminal
-                rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
-            advantages, returns = compute_gae(rewards, values, terminations, storage.truncations,
+                gae_rewards, gae_terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(gae_rewards, values, gae_terminations, storage.truncations,
                                               next_value, args.gamma, args.gae_lambda)
             stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
             stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
@@ -1004,7 +998,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
+        """What a subclass adds to the progress line (nothing here)."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1393,7 +1387,8 @@ def connect(args, port, seed, procs):
     """One game, connected. Its socket listens before the game starts, on port or (port None) on a free
     port that the system picks, and the game is told that port: no other run can take it in between."""
     with socket.socket() as listener:  # closed once the game is connected, or is not
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
+        # the port is this run's alone: Windows (where SO_EXCLUSIVEADDRUSE is) lets SO_REUSEADDR share it
+        listener.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_EXCLUSIVEADDRUSE", socket.SO_REUSEADDR), 1)
         try:
             listener.bind(("127.0.0.1", port or 0))
         except OSError as e:

@@ -12,9 +12,8 @@ state is zero where its episode starts; a game says where, one of ppo_godot.py's
      is still the old episode's final observation, fed with the old state (so V(final observation), which a
      time-out bootstraps from, remembers the episode); the state is zero after it.
   2. Like the official plugin: on the spot, so the observation sent with done is already the next
-     episode's first, and the state is zero for it. A time-out that sends its final observation
-     (info["terminal_observation"] with info["TimeLimit.truncated"]) bootstraps from V of it, fed the ended
-     episode's state.
+     episode's first, and the state is zero for it. A plugin time-out (ppo_godot.py's docstring) bootstraps
+     from V of its final observation, fed the ended episode's state.
 ALGO comments give equations.
 """
 import argparse
@@ -69,8 +68,7 @@ def parse_args(argv=None):
                         "beside a busy process (results change)")
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000,
-                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's "
-                        "decay over it")
+                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's decay")
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
@@ -91,7 +89,7 @@ def parse_args(argv=None):
                    help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
     p.add_argument("--norm-reward", default=True, **flag,
                    help="scale rewards by a running std of the discounted return: a critic fits returns of 10 or "
-                        "100 slowly (benchmarks/README.md, Chase); the logged returns stay the game's own")
+                        "100 slowly (benchmarks/README.md, Chase)")
     p.add_argument("--bootstrap-truncation", default=True, **flag,
                    help="bootstrap V(final obs) on time-limit ends; false: terminal, as in CleanRL")
     p.add_argument("--lstm-hidden-size", type=int, default=32,
@@ -116,9 +114,8 @@ def parse_args(argv=None):
 # 2. Environment: every agent of every game as one vector env
 # ================================================================================================
 class GodotVecEnv:
-    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API: step() returns
-    (obs, reward, terminated, truncated, infos). Section 9 starts and connects the games, carries the
-    messages (reset_games, step_games) and records each finished episode's return and length."""
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API. Section 9 starts and connects
+    the games, carries the messages (reset_games, step_games) and records each episode's return and length."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
@@ -147,19 +144,17 @@ class GodotVecEnv:
     def step(self, actions):
         game_actions = [to_game_action(action, self.action_heads) for action in actions]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # A game that resets like gymnasium (the module docstring's first way) holds "autoreset" in every info:
-        # only then is the observation sent with done a final one, which a time-out bootstraps from
+        # An end is a time-out only where the game sent the final observation, which a time-out bootstraps from:
+        # with done in a game that resets like gymnasium ("autoreset" in every info), else in "terminal_observation"
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
-        # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
-        # that does ("TimeLimit.truncated") bootstraps from it: the observation sent with done is the next episode's
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
-        bootstraps_from_final = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
-        truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
-                            | bootstraps_from_final)
+        timed_out = np.array([bool(i.get("truncated" if like else "TimeLimit.truncated", False))
+                              for i, like in zip(info, gymnasium_like)])
+        truncated = done & timed_out & (gymnasium_like | sent_final)
         # the observation returned starts an episode: after an autoreset step, or with done in a plugin-like game
         new_episode = autoreset | (done & ~gymnasium_like)
-        infos = {"autoreset": autoreset, "bootstraps_from_final": bootstraps_from_final, "new_episode": new_episode}
+        infos = {"autoreset": autoreset, "bootstraps_from_final": sent_final & timed_out, "new_episode": new_episode}
         if sent_final.any():
             infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
         return self.observations(replies), reward, done & ~truncated, truncated, infos
@@ -182,8 +177,7 @@ def read_layouts(game, agent):
 
 
 def to_game_action(action, action_heads):
-    """One agent's action as the game expects it: {action name: int, or list of floats}, from its
-    row of columns (Agent's layout)."""
+    """One agent's action as the game expects it, {action name: int, or list of floats}, from its row of columns."""
     out, column = {}, 0
     for name, kind, size in action_heads:
         if kind == "discrete":
@@ -382,7 +376,7 @@ def make_storage(args, envs):
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
         new_episode=np.zeros(rows, dtype=bool),  # True: the observation this row returned starts an episode,
         # so the next row's state is zero
-        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a time-out the game reset at once, its s_final sent
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out, its s_final sent apart
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
@@ -410,7 +404,7 @@ def collect_rollout(envs, agent, storage, next_obs, next_lstm_state, global_step
         storage.new_episode[step] = infos["new_episode"]
         storage.bootstraps_from_final[step] = infos["bootstraps_from_final"]
         if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead,
-            with torch.no_grad():  # fed the state of the episode that ended
+            with torch.no_grad():  # fed the ended episode's state, before forget zeroes it
                 final_value = agent.get_value(torch.as_tensor(infos["final_obs"], device=device), next_lstm_state)
             storage.final_values[step] = final_value.flatten().cpu().numpy()
         next_lstm_state = forget(next_lstm_state, infos["new_episode"])  # a new episode's first observation: h = 0
@@ -441,19 +435,18 @@ def bootstrap_value(agent, next_obs, next_lstm_state, device):
 
 
 def bootstrap_reset_on_the_spot(storage, gamma):
-    """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
-    resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
-    it sent takes gamma V(s_final) into its reward and is marked terminated, only so that GAE drops values[t+1]:
-    delta_t is then r_t + gamma V(s_final) - V(s_t), as for any time-out. V(s_final) is on r_t's scale (both
-    after --norm-reward). Returns (rewards, terminations) for compute_gae alone: the logged returns are the game's."""
+    """compute_gae's r_t and terminated_t, each plugin time-out bootstrapped: its values[t+1] is V of the next
+    episode's first observation, so gamma V(s_final) goes into r_t and the step counts as terminated, which
+    drops values[t+1]: delta_t = r_t + gamma V(s_final) - V(s_t), as for any time-out. (V(s_final) is on r_t's
+    scale, both after --norm-reward; the logged returns stay the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
-    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
-    is V of the observation step t returned: when step t ends an episode, its final observation, so a
-    truncated episode bootstraps from V(s_final) at no extra cost."""
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
+    the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
+    final observation, as gymnasium's next-step autoreset returns it."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)
@@ -603,11 +596,11 @@ def train(args):
             next_obs, next_lstm_state, global_step = collect_rollout(envs, agent, storage, next_obs, next_lstm_state,
                                                                      global_step, run.writer, device)
             next_value = bootstrap_value(agent, next_obs, next_lstm_state, device)
-            if args.bootstrap_truncation:  # a time-out the game reset on the spot: gamma V(s_final) into r_t
-                rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
+            if args.bootstrap_truncation:  # a plugin time-out's gamma V(s_final) into r_t; others bootstrap in GAE
+                gae_rewards, gae_terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
             else:  # CleanRL's way: a time-limit end counts as terminal
-                rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
-            advantages, returns = compute_gae(rewards, storage.values, terminations, storage.truncations,
+                gae_rewards, gae_terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
+            advantages, returns = compute_gae(gae_rewards, storage.values, gae_terminations, storage.truncations,
                                               next_value, args.gamma, args.gae_lambda)
             stats = ppo_update(args, agent, optimizer, storage, storage.logprobs, storage.values, advantages,
                                returns, device)
@@ -1088,7 +1081,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
+        """What a subclass adds to the progress line (nothing here)."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1469,7 +1462,8 @@ def connect(args, port, seed, procs):
     """One game, connected. Its socket listens before the game starts, on port or (port None) on a free
     port that the system picks, and the game is told that port: no other run can take it in between."""
     with socket.socket() as listener:  # closed once the game is connected, or is not
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
+        # the port is this run's alone: Windows (where SO_EXCLUSIVEADDRUSE is) lets SO_REUSEADDR share it
+        listener.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_EXCLUSIVEADDRUSE", socket.SO_REUSEADDR), 1)
         try:
             listener.bind(("127.0.0.1", port or 0))
         except OSError as e:

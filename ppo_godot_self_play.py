@@ -16,16 +16,8 @@ only the learner updates, since the other rows were played by a snapshot; parse_
 section 9 adds. The lines that name the ratings (GodotVecEnv's tells_time_outs, SelfPlay's ratings, a
 snapshot's rating, ratings.rate and ratings.log) change nothing learned. Below the banner (section 9)
 are the ELO ratings (Ratings: who won each episode), the settings' checks, and the self-play state that
-a checkpoint keeps for --resume. Everything else is ppo_godot_multi_policy.py: read it down to the
-plumbing banner (section 9).
-A game resets a finished agent one of two ways:
-  1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on
-     the next action; every info holds "autoreset", true on that step: no transition, left out of the update.
-     A time-out (info["truncated"]) bootstraps from V(final observation).
-  2. Like the official plugin: on the spot, so the observation sent with done is already the next
-     episode's first; every step is a transition. An end counts as terminal, unless the game sends its final
-     observation in info["terminal_observation"] (the plugin's "Send Terminal Obs Info") with
-     info["TimeLimit.truncated"]: that time-out bootstraps from V(terminal observation).
+a checkpoint keeps for --resume. Everything else is ppo_godot_multi_policy.py (a game resets its agents, and
+bootstraps a plugin time-out, as in ppo_godot.py): read it down to the plumbing banner (section 9).
 """
 import argparse
 import atexit
@@ -80,8 +72,7 @@ def parse_args(argv=None):
                         "beside a busy process (results change)")
     # Algorithm
     p.add_argument("--total-timesteps", type=int, default=300000,
-                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's "
-                        "decay over it")
+                   help="agent steps over all agents; a new total given with --resume respreads --anneal-lr's decay")
     p.add_argument("--learning-rate", type=float, default=1e-3,
                    help="Adam step size; 4x ppo.py's: many agents make big batches, so few updates per step")
     p.add_argument("--num-steps", type=int, default=64, help="steps per agent per rollout")
@@ -101,7 +92,7 @@ def parse_args(argv=None):
                    help="stop the update's epochs once approx_kl exceeds it (e.g. 0.015)")
     p.add_argument("--norm-reward", default=True, **flag,
                    help="scale rewards by a running std of the discounted return: a critic fits returns of 10 or "
-                        "100 slowly (benchmarks/README.md, Chase); the logged returns stay the game's own")
+                        "100 slowly (benchmarks/README.md, Chase)")
     p.add_argument("--bootstrap-truncation", default=True, **flag,
                    help="bootstrap V(final obs) on time-limit ends; false: terminal, as in CleanRL")
     # The game (GodotEnv's settings)
@@ -114,9 +105,8 @@ def parse_args(argv=None):
                    help="play this saved model in the game (--env-path, or the editor) instead of training")
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="at least this many episodes of each policy for --eval-checkpoint, as many from every agent")
-    # section 9 adds the run's own flags (saving, --resume, --track), how the game runs, the exports (ONNX,
-    # GDScript) and --frozen-policy (a policy kept fixed), then checks the values (a bad one: one line);
-    # --resume takes the saved run's flags
+    # section 9 adds the run's own flags (saving, --resume, --track), how the game runs, the exports and
+    # --frozen-policy (a policy kept fixed), then checks them (a bad one: one line); --resume takes a saved run's flags
     # section 9 also adds self-play's settings (--self-play-*)
     return parse_and_check(p, flag, sys.argv[1:] if argv is None else argv)
 
@@ -125,9 +115,8 @@ def parse_args(argv=None):
 # 2. Environment: every agent of every game as one vector env
 # ================================================================================================
 class GodotVecEnv:
-    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API: step() returns
-    (obs, reward, terminated, truncated, infos). Section 9 starts and connects the games, carries the
-    messages (reset_games, step_games) and records each finished episode's return and length."""
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API. Section 9 starts and connects
+    the games, carries the messages (reset_games, step_games) and records each episode's return and length."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
@@ -138,8 +127,7 @@ class GodotVecEnv:
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
         for policy in self.policies.values():  # what pads its rows: nothing for the widest
             policy.padding = [np.zeros(width - policy.width, np.float32)] if policy.width < width else []
-        # floats: each discrete action's index (exact in a float), each continuous one's values, padded
-        # to the widest policy's columns
+        # floats: each discrete action's index (exact in a float), each continuous one's values; padded alike
         columns = max(policy.columns for policy in self.policies.values())
         self.single_action_space = gym.spaces.Box(-np.inf, np.inf, (columns,), np.float32)
         self.num_envs = len(self.agent_policy)
@@ -162,19 +150,17 @@ class GodotVecEnv:
         game_actions = [to_game_action(action, policy.action_heads)
                         for action, policy in zip(actions, self.agent_policy)]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # A game that resets like gymnasium (the module docstring's first way) holds "autoreset" in every info:
-        # only then is the observation sent with done a final one, which a time-out bootstraps from
+        # An end is a time-out only where the game sent the final observation, which a time-out bootstraps from:
+        # with done in a game that resets like gymnasium ("autoreset" in every info), else in "terminal_observation"
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
-        # A game that resets on the spot (the second way) may send the final observation at an end; a time-out
-        # that does ("TimeLimit.truncated") bootstraps from it: the observation sent with done is the next episode's
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
-        bootstraps_from_final = sent_final & np.array([bool(i.get("TimeLimit.truncated", False)) for i in info])
+        timed_out = np.array([bool(i.get("truncated" if like else "TimeLimit.truncated", False))
+                              for i, like in zip(info, gymnasium_like)])
         # which ends timed out: told by a game that resets like gymnasium, or on the spot with its final observation
         self.tells_time_outs = gymnasium_like | sent_final
-        truncated = done & ((gymnasium_like & np.array([bool(i.get("truncated", False)) for i in info]))
-                            | bootstraps_from_final)
-        infos = {"autoreset": autoreset, "bootstraps_from_final": bootstraps_from_final}
+        truncated = done & timed_out & (gymnasium_like | sent_final)
+        infos = {"autoreset": autoreset, "bootstraps_from_final": sent_final & timed_out}
         if sent_final.any():
             infos["final_obs"] = final_observations(self, replies, info, sent_final)  # section 9: checked
         return self.observations(replies), reward, done & ~truncated, truncated, infos
@@ -208,7 +194,7 @@ def read_policies(games):
                 policies[name] = argparse.Namespace(
                     name=name, obs_layout=obs_layout, obs_keys=[key for key, _ in obs_layout],
                     action_heads=action_heads, agent_ids=[],
-                    width=sum(math.prod(shape) for _, shape in obs_layout),
+                    width=sum(shape[0] for _, shape in obs_layout),
                     columns=sum(1 if kind == "discrete" else size for _, kind, size in action_heads))
             policies[name].agent_ids.append(len(agent_policy))
             agent_policy.append(policies[name])
@@ -219,8 +205,7 @@ def read_policies(games):
 
 
 def to_game_action(action, action_heads):
-    """One agent's action as the game expects it: {action name: int, or list of floats}, from its
-    row of columns (Agent's layout)."""
+    """One agent's action as the game expects it, {action name: int, or list of floats}, from its row of columns."""
     out, column = {}, 0
     for name, kind, size in action_heads:
         if kind == "discrete":
@@ -336,8 +321,7 @@ class Agent(nn.Module):
     def get_action(self, x, greedy=False):
         """a_t ~ pi(.|s_t), or with greedy the most likely action, as a row (a discrete action's index as a float).
         A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
-        which picks a with probability pi(a|s): torch.multinomial's draw without its input checks (which cost
-        more than the forward)."""
+        which picks a with probability pi(a|s) (torch.multinomial's draw, without its costly input checks)."""
         per_head = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
@@ -369,10 +353,9 @@ class Agent(nn.Module):
 
 
 class AgentPerPolicy(nn.Module):
-    """An Agent per policy name, playing every agent of the game: each agent's row goes to its policy's
-    Agent, cut to that policy's width, and the actions come back as one row per agent, padded to the
-    widest policy's columns. agents[name] is the policy's Agent. frozen_weights: {name: the weights of its
-    --frozen-policy file (None on --resume: the checkpoint brings them)}: those policies act and never learn.
+    """An Agent per policy name (agents[name]), playing every agent: each agent's row, cut to its policy's width,
+    goes to that policy's Agent, and its action comes back padded to the widest policy's columns. frozen_weights:
+    {name: its --frozen-policy file's weights (None on --resume: the checkpoint brings them)}: those never learn.
     playing: {name: another Agent that acts for the policy's agents instead}: a snapshot of the policy's
     past weights, while another policy learns (SelfPlay, section 7)."""
 
@@ -424,34 +407,35 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
-        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a time-out the game reset at once, its s_final sent
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out, its s_final sent apart
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
 
-def collect_rollout(envs, agents, rollout, all_obs, global_step, writer, device, self_play):
-    """Fills the rollout of all agents; returns (all_obs, global_step). No reset: the episodes go on from the
+def collect_rollout(envs, agents, all_storage, all_obs, global_step, writer, device, self_play):
+    """Fills all_storage, every agent's steps; returns (all_obs, global_step). No reset: the episodes go on from the
     last rollout (a reset here would cap every episode at num_steps steps)."""
-    for step in range(len(rollout.obs)):
+    for step in range(len(all_storage.obs)):
         global_step += envs.num_envs
-        rollout.obs[step] = all_obs
+        all_storage.obs[step] = all_obs
 
         # ALGO: a_t ~ pi(.|s_t). inference_mode: no autograd bookkeeping at all
         with torch.inference_mode():
             action = agents.get_action(torch.as_tensor(all_obs, dtype=torch.float32, device=device))
         action = action.cpu().numpy()
-        rollout.actions[step] = action
+        all_storage.actions[step] = action
 
         all_obs, reward, terminated, truncated, infos = envs.step(action)
-        rollout.is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
-        rollout.rewards[step] = reward
-        rollout.terminations[step] = terminated
-        rollout.truncations[step] = truncated
-        rollout.bootstraps_from_final[step] = infos["bootstraps_from_final"]
-        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+        all_storage.is_transition[step] = ~infos["autoreset"]  # False: this step only reset a finished agent
+        all_storage.rewards[step] = reward
+        all_storage.terminations[step] = terminated
+        all_storage.truncations[step] = truncated
+        all_storage.bootstraps_from_final[step] = infos["bootstraps_from_final"]
+        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead,
+            # now, not in section 5's batched pass: ppo_godot_lstm.py's LSTM holds the ended episode's state only now
             with torch.inference_mode():
                 final_value = agents.get_value(torch.as_tensor(infos["final_obs"], device=device))
-            rollout.final_values[step] = final_value.flatten().cpu().numpy()
+            all_storage.final_values[step] = final_value.flatten().cpu().numpy()
 
         if "episode" in infos:  # the episodes that ended this step, with their raw returns
             for i in np.nonzero(infos["_episode"])[0]:
@@ -461,7 +445,7 @@ def collect_rollout(envs, agents, rollout, all_obs, global_step, writer, device,
                 writer.add_scalar("charts/episodic_return" + tag, episodic_return, global_step)
                 writer.add_scalar("charts/episodic_length" + tag, infos["episode"]["l"][i], global_step)
                 self_play.ratings.rate(i, episodic_return, terminated[i])  # section 9: ELO, which shapes nothing
-    check_env_output(rollout, all_obs, global_step)  # section 9: a NaN or inf from the env stops here
+    check_env_output(all_storage, all_obs, global_step)  # section 9: a NaN or inf from the env stops here
     return all_obs, global_step
 
 
@@ -479,29 +463,27 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
     return logprobs.cpu().numpy(), values.squeeze(-1).cpu().numpy(), next_value.flatten().cpu().numpy()
 
 
-def policy_share(policy, rollout, all_obs):
-    """One policy's share of the rollout of all agents: its agents' columns of every array, each
-    observation cut to its own keys (the padding dropped) and each action to its own columns; and its
-    agents' next observations. A policy learns from these alone."""
-    storage = argparse.Namespace(**{key: array[:, policy.agent_ids] for key, array in vars(rollout).items()})
+def policy_share(policy, all_storage, all_obs):
+    """One policy's share of all_storage, all it learns from: its agents' columns of every array, each observation
+    cut to its own keys (the padding dropped) and each action to its own columns; and its agents' all_obs rows."""
+    storage = argparse.Namespace(**{key: array[:, policy.agent_ids] for key, array in vars(all_storage).items()})
     storage.obs, storage.actions = storage.obs[..., :policy.width], storage.actions[..., :policy.columns]
     return storage, all_obs[policy.agent_ids, :policy.width]
 
 
 def bootstrap_reset_on_the_spot(storage, gamma):
-    """compute_gae bootstraps a time-out from values[t+1], V of the observation step t returned. A game that
-    resets an agent on the spot returned the next episode's first there, so a time-out whose final observation
-    it sent takes gamma V(s_final) into its reward and is marked terminated, only so that GAE drops values[t+1]:
-    delta_t is then r_t + gamma V(s_final) - V(s_t), as for any time-out. V(s_final) is on r_t's scale (both
-    after --norm-reward). Returns (rewards, terminations) for compute_gae alone: the logged returns are the game's."""
+    """compute_gae's r_t and terminated_t, each plugin time-out bootstrapped: its values[t+1] is V of the next
+    episode's first observation, so gamma V(s_final) goes into r_t and the step counts as terminated, which
+    drops values[t+1]: delta_t = r_t + gamma V(s_final) - V(s_t), as for any time-out. (V(s_final) is on r_t's
+    scale, both after --norm-reward; the logged returns stay the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
 
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
-    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step)
-    is V of the observation step t returned: when step t ends an episode, its final observation, so a
-    truncated episode bootstraps from V(s_final) at no extra cost."""
+    """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
+    the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
+    final observation, as gymnasium's next-step autoreset returns it."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)
@@ -696,7 +678,7 @@ def train(args):
     # leaves the other policies' gradients None, and Adam skips a weight without one)
     # fused=True: Adam's arithmetic in one fused kernel instead of several small ops per tensor (~30% faster here)
     optimizer = torch.optim.Adam(agents.parameters(), lr=args.learning_rate, eps=1e-5, fused=True)
-    rollout = make_storage(args, envs)  # every agent's steps; the learner learns from its own (policy_share)
+    all_storage = make_storage(args, envs)  # every agent's steps; the learner learns from its own (policy_share)
 
     # Leaving this block saves the run: at the end (unless --save-model false), on Ctrl-C, kill, a fault or a crash
     with run.guard(envs, agents, optimizer, self_play):
@@ -707,20 +689,20 @@ def train(args):
                 optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             all_obs, global_step = collect_rollout(
-                envs, agents, rollout, all_obs, global_step, run.writer, device, self_play)
+                envs, agents, all_storage, all_obs, global_step, run.writer, device, self_play)
             for name, policy in envs.policies.items():  # the learner learns from its own agents' rows alone
                 if name in agents.frozen:  # it plays, and never learns
                     continue
                 if name != self_play.learner:  # not its turn: a snapshot acted for its agents, and
                     continue  # those rows are no samples of its own policy (log pi_old would be another's)
                 agent = agents[name]
-                storage, next_obs = policy_share(policy, rollout, all_obs)
+                storage, next_obs = policy_share(policy, all_storage, all_obs)
                 logprobs, values, next_value = rollout_logprobs_and_values(agent, storage, next_obs, device)
-                if args.bootstrap_truncation:  # a time-out the game reset on the spot: gamma V(s_final) into r_t
-                    rewards, terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
+                if args.bootstrap_truncation:  # a plugin time-out's gamma V(s_final) into r_t; others bootstrap in GAE
+                    gae_rewards, gae_terminations = bootstrap_reset_on_the_spot(storage, args.gamma)
                 else:  # CleanRL's way: a time-limit end counts as terminal
-                    rewards, terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
-                advantages, returns = compute_gae(rewards, values, terminations, storage.truncations,
+                    gae_rewards, gae_terminations = storage.rewards, np.maximum(storage.terminations, storage.truncations)
+                advantages, returns = compute_gae(gae_rewards, values, gae_terminations, storage.truncations,
                                                   next_value, args.gamma, args.gae_lambda)
                 stats = ppo_update(args, agent, optimizer, storage, logprobs, values, advantages, returns, device)
                 stats["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
@@ -1346,7 +1328,7 @@ class Run:
                   f"{' (checkpoint saved)' if saving else ''}")
 
     def progress_note(self):
-        """What a subclass adds to the progress line: nothing here; ppo_godot_self_play.py's adds the ratings."""
+        """What a subclass adds to the progress line (nothing here)."""
         return ""
 
     def mark_boundary(self, iteration, global_step):
@@ -1878,7 +1860,8 @@ def connect(args, port, seed, procs):
     """One game, connected. Its socket listens before the game starts, on port or (port None) on a free
     port that the system picks, and the game is told that port: no other run can take it in between."""
     with socket.socket() as listener:  # closed once the game is connected, or is not
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as GodotEnv binds
+        # the port is this run's alone: Windows (where SO_EXCLUSIVEADDRUSE is) lets SO_REUSEADDR share it
+        listener.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_EXCLUSIVEADDRUSE", socket.SO_REUSEADDR), 1)
         try:
             listener.bind(("127.0.0.1", port or 0))
         except OSError as e:

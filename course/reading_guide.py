@@ -47,8 +47,12 @@ TOPICS = {
         "ppo_godot_lstm.py": ["new_episode = autoreset", "def initial_state(", "def memory(", "def forget(",
                               "next_lstm_state = agent.initial_state(args.num_envs)"]},
     "GAE, delta_t and A_t": {**{s: ["def rollout_logprobs_and_values(", "def compute_gae("] for s in SCRIPTS},
-                             **{s: ["def bootstrap_value(", "def compute_gae("] for s in ("ppo_lstm.py",
-                                                                                         "ppo_godot_lstm.py")}},
+                             # a Godot script's plugin time-outs: gamma V(s_final) into r_t before GAE
+                             **{s: ["def rollout_logprobs_and_values(", "def bootstrap_reset_on_the_spot(",
+                                    "def compute_gae("] for s in GODOT},
+                             "ppo_lstm.py": ["def bootstrap_value(", "def compute_gae("],
+                             "ppo_godot_lstm.py": ["def bootstrap_value(", "def bootstrap_reset_on_the_spot(",
+                                                   "def compute_gae("]},
     "minibatches of whole env sequences": {s: ["def sequence_minibatches("]
                                            for s in ("ppo_lstm.py", "ppo_godot_lstm.py")},
     "the update's replay of each sequence through the LSTM": {s: ["def replay("] for s in ("ppo_lstm.py",

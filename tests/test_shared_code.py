@@ -95,7 +95,8 @@ GODOT_ROLLOUT = {
     "the game's reply says which steps only reset an agent, so next_done is not carried from one step to the "
     "next": ("is_transition[step] = ", "next_done", "returns (next_obs", "next_obs, global_step"),
     "a game that resets an agent on the spot returns the next episode's first observation after a time-out: "
-    "V of the final one it sent is kept instead": ("bootstraps_from_final", "final_value", "torch.inference_mode()"),
+    "V of the final one it sent is kept instead, computed then, as ppo_godot_lstm.py's LSTM needs": (
+        "bootstraps_from_final", "final_value", "torch.inference_mode()", "section 5's batched pass"),
 }
 GODOT_STORAGE = {"a time-out whose agent the game reset on the spot bootstraps from V(s_final), kept in the "
                  "rollout": ("bootstraps_from_final=", "final_values=")}
@@ -129,11 +130,10 @@ def test_train_differs_only_in_the_agent_and_the_game(script):
         # game's reply says which steps only reset an agent: no next_done is carried
         allowed += ("# s_0: new episodes", "run.start()", "collect_rollout(", "envs, agent, storage, next_obs",
                     "run.end_iteration(")
-        # and a game that resets an agent on the spot has its time-outs bootstrapped from V(s_final) in the reward
-        allowed += ("bootstrap_reset_on_the_spot(", "rewards, terminations = ", "terminations = storage.terminations",
-                    "terminations = np.maximum(", "if args.bootstrap_truncation:", "if not args.bootstrap_truncation:",
-                    "else:  # CleanRL's way",
-                    "advantages, returns = compute_gae(")
+        # and a plugin time-out (the game reset the agent on the spot) bootstraps through compute_gae's own r_t
+        allowed += ("bootstrap_reset_on_the_spot(", "gae_rewards, gae_terminations = ",
+                    "terminations = storage.terminations", "terminations = np.maximum(", "if args.bootstrap_truncation:",
+                    "if not args.bootstrap_truncation:", "else:  # CleanRL's way", "advantages, returns = compute_gae(")
     assert differing and all(any(words in line for words in allowed) for line in differing), differing
 
 
@@ -223,9 +223,10 @@ ONLY_IN_MULTI_POLICY = {
 SELF_PLAY = {
     "AgentPerPolicy": {"a waiting policy's agents play a snapshot of its past weights": (
         "playing", "its_agent", "self.agents[name].get_action(", "past weights", "learn.", "never learn.")},
-    "train": {"who learns, and which snapshots play": (
+    "train": {"who learns, and which snapshots play (the rollout's call takes self_play)": (
         "self_play", "check_game(", "section 9", "One policy learns", "past weights", "continue",
-        "run.guard(", "run.writer, device", "learns from its own agents' rows alone", "learns from its own (")},
+        "run.guard(", "collect_rollout(", "run.writer, device", "learns from its own agents' rows alone",
+        "learns from its own (")},
     "collect_rollout": {"each episode end of a learner's agent moves the ELO ratings": (
         "self_play", "def collect_rollout(")},
     "GodotVecEnv": {"--self-play-outcome terminated=NAME needs to know which ends a game could call time-outs": (
@@ -412,7 +413,7 @@ GODOT_LSTM = {
                    "sequences": ("--lstm-hidden-size", "--num-minibatches", "whole agent sequences", "LSTM's state",
                                  "pays for every unit")},
     "GodotVecEnv": {"the step says which observations start an episode, where the state is zero": (
-        "new_episode", "starts an episode", '"bootstraps_from_final": bootstraps_from_final')},
+        "new_episode", "starts an episode", '"bootstraps_from_final": sent_final & timed_out')},
     # ppo_lstm.py's Agent with ppo_godot.py's action heads on h_t: every differing line is ppo_lstm.py's Agent's,
     # or one of these
     "Agent": Merged("ppo_lstm.py", {
@@ -433,7 +434,7 @@ GODOT_LSTM = {
                             "new_episode", "Fills storage", "memory of them", "last rollout", "return next_obs",
                             "a_t ~ pi(.|s_t)", "torch.as_tensor(next_obs", "update's backward",
                             "def collect_rollout(", "bootstraps_from_final", "V(s_final) is kept instead",
-                            "fed the state of the episode that ended", "final_value")},
+                            "fed the ended episode's state", "final_value")},
     "ppo_update": {"ppo_lstm.py's: minibatches of whole agent sequences, replayed from their states": (
         "def batch(", "return torch.as_tensor(", "sequence_minibatches", "whole sequences", "a new order every epoch",
         "epoch would take", "tensor_split", "agent.evaluate_actions(", "lstm_state, run_starts)")},
