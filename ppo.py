@@ -179,9 +179,9 @@ class Agent(nn.Module):
         return torch.log_softmax(self.actor(x), dim=-1)
 
     def get_action(self, x):
-        """Rollout-time sampling only: a_t ~ pi(.|s_t). Each action a draws E_a ~ Exp(1), and the largest
-        pi(a|s) / E_a wins, with probability pi(a|s): the draw torch.multinomial (so Categorical.sample)
-        makes, without its input checks, which cost more than the forward."""
+        """Rollout-time sampling only: a_t ~ pi(.|s_t) as argmax_a pi(a|s) / E_a, E_a ~ Exp(1), the Gumbel-max
+        trick's exponential-race form: torch.multinomial's draw (so Categorical.sample's) without its input
+        checks, which cost more than the forward."""
         probs = self.policy(x).exp()
         return (probs / torch.empty_like(probs).exponential_()).argmax(dim=-1)
 
@@ -256,7 +256,8 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
     the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
-    final observation, as gymnasium's next-step autoreset returns it."""
+    final observation, as gymnasium's next-step autoreset returns it (a plugin time-out: the Godot scripts'
+    bootstrap_reset_on_the_spot)."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)

@@ -284,7 +284,8 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
     the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
-    final observation, as gymnasium's next-step autoreset returns it."""
+    final observation, as gymnasium's next-step autoreset returns it (a plugin time-out: the Godot scripts'
+    bootstrap_reset_on_the_spot)."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)

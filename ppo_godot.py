@@ -7,12 +7,9 @@
     python ppo_godot.py --env-path ... --num-steps 16 --num-minibatches 8 --update-epochs 10
         # a slow game (tens of ms a step): more gradient steps from each agent-step, so fewer agent-steps
 
-Read it down to the plumbing banner (section 9), or as a diff against ppo.py (beside it): a game changes
-sections 2 (its agents as one vector env), 3 (mixed actions), 4 (the steps that only reset an agent, and a
-plugin time-out's V(s_final)), 5 (that time-out's bootstrap, then ppo.py's GAE), 7 and 8; section 6 is ppo.py's.
 One network plays every agent (n_agents a game, --n-parallel games) from vector observations; a game of
-several policies is ppo_godot_multi_policy.py's, a game with cameras ppo_godot_camera.py's. ALGO comments
-give equations. A game resets a finished agent one of two ways:
+several policies is ppo_godot_multi_policy.py's, a game with cameras ppo_godot_camera.py's. A game resets a
+finished agent one of two ways:
   1. Like gymnasium (the demo game): it sends the final observation with done, then resets the agent on the
      next action; every info holds "autoreset", true on that step: no transition, left out of the update. A
      time-out (info["truncated"]) bootstraps from V(final observation), as in ppo.py.
@@ -20,6 +17,11 @@ give equations. A game resets a finished agent one of two ways:
      first; every step is a transition. An end is terminal, but for a plugin time-out: info["TimeLimit.truncated"]
      with the final observation in info["terminal_observation"] (the plugin's "Send Terminal Obs Info"),
      which bootstraps from V(terminal observation).
+
+Read it down to the plumbing banner (section 9), or as a diff against ppo.py (beside it): a game changes
+sections 2 (its agents as one vector env), 3 (mixed actions), 4 (the steps that only reset an agent, and a
+plugin time-out's V(s_final)), 5 (that time-out's bootstrap, then ppo.py's GAE), 7 and 8; section 6 is ppo.py's.
+ALGO comments give equations.
 """
 import argparse
 import atexit
@@ -115,8 +117,7 @@ def parse_args(argv=None):
 # 2. Environment: every agent of every game as one vector env
 # ================================================================================================
 class GodotVecEnv:
-    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API. Section 9 starts and connects
-    the games, carries the messages (reset_games, step_games) and records each episode's return and length."""
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API (the games' messages: section 9)."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
@@ -145,8 +146,8 @@ class GodotVecEnv:
     def step(self, actions):
         game_actions = [to_game_action(action, self.action_heads) for action in actions]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # An end is a time-out only where the game sent the final observation, which a time-out bootstraps from:
-        # with done in a game that resets like gymnasium ("autoreset" in every info), else in "terminal_observation"
+        # Gymnasium-like ("autoreset" in every info): the final observation comes with done, a time-out is "truncated".
+        # Plugin-like: a time-out is "TimeLimit.truncated", bootstrapped if "terminal_observation" came, else terminal
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
@@ -239,8 +240,7 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 
 class Agent(nn.Module):
     """obs_layout: the row's keys in order, each (name, (size,)): the row is their values, joined.
-    action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
-    "continuous", size). An action is a row: one column (the index) per discrete one, size per continuous."""
+    action_heads: read_layouts'. An action is a row: one column (the index) per discrete one, size per continuous."""
 
     def __init__(self, obs_layout, action_heads):
         super().__init__()
@@ -286,8 +286,8 @@ class Agent(nn.Module):
 
     def get_action(self, x, greedy=False):
         """a_t ~ pi(.|s_t), or with greedy the most likely action, as a row (a discrete action's index as a float).
-        A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
-        which picks a with probability pi(a|s) (torch.multinomial's draw, without its costly input checks)."""
+        A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1):
+        the Gumbel-max trick's exponential-race form, torch.multinomial's draw without its input checks."""
         per_head = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
@@ -332,7 +332,7 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
-        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out, its s_final sent apart
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
@@ -356,9 +356,8 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device)
         storage.terminations[step] = terminated
         storage.truncations[step] = truncated
         storage.bootstraps_from_final[step] = infos["bootstraps_from_final"]
-        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead,
-            # now, not in section 5's batched pass: ppo_godot_lstm.py's LSTM holds the ended episode's state only now
-            with torch.inference_mode():
+        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+            with torch.inference_mode():  # final_obs (GodotVecEnv.step) is zero in other rows, their V unused
                 final_value = agent.get_value(torch.as_tensor(infos["final_obs"], device=device))
             storage.final_values[step] = final_value.flatten().cpu().numpy()
 
@@ -386,10 +385,10 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
 
 
 def bootstrap_reset_on_the_spot(storage, gamma):
-    """compute_gae's r_t and terminated_t, each plugin time-out bootstrapped: its values[t+1] is V of the next
-    episode's first observation, so gamma V(s_final) goes into r_t and the step counts as terminated, which
-    drops values[t+1]: delta_t = r_t + gamma V(s_final) - V(s_t), as for any time-out. (V(s_final) is on r_t's
-    scale, both after --norm-reward; the logged returns stay the game's.)"""
+    """compute_gae's rewards and terminations, each plugin time-out bootstrapped: its values[t+1] is V of the next
+    episode's first observation, so the step is marked terminated (values[t+1] dropped) and its reward becomes
+    r_t + gamma V(s_final), r_t the game's: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
+    time-out. (V and r_t are both on --norm-reward's scale; the logged returns stay the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
@@ -397,7 +396,8 @@ def bootstrap_reset_on_the_spot(storage, gamma):
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
     the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
-    final observation, as gymnasium's next-step autoreset returns it."""
+    final observation, as gymnasium's next-step autoreset returns it (a plugin time-out: the Godot scripts'
+    bootstrap_reset_on_the_spot)."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)

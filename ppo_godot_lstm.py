@@ -114,8 +114,7 @@ def parse_args(argv=None):
 # 2. Environment: every agent of every game as one vector env
 # ================================================================================================
 class GodotVecEnv:
-    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API. Section 9 starts and connects
-    the games, carries the messages (reset_games, step_games) and records each episode's return and length."""
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API (the games' messages: section 9)."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
@@ -144,8 +143,8 @@ class GodotVecEnv:
     def step(self, actions):
         game_actions = [to_game_action(action, self.action_heads) for action in actions]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # An end is a time-out only where the game sent the final observation, which a time-out bootstraps from:
-        # with done in a game that resets like gymnasium ("autoreset" in every info), else in "terminal_observation"
+        # Gymnasium-like ("autoreset" in every info): the final observation comes with done, a time-out is "truncated".
+        # Plugin-like: a time-out is "TimeLimit.truncated", bootstrapped if "terminal_observation" came, else terminal
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
@@ -242,8 +241,7 @@ class Agent(nn.Module):
     """s_t -> encoder -> LSTM -> h_t -> actor pi(.|h_t) and critic V(h_t). h_t sums up the episode so
     far: the LSTM's state (h_t, c_t) is carried from one step to the next, zero where an episode starts.
     obs_layout: the row's keys in order, each (name, (size,)): the row is their values, joined.
-    action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
-    "continuous", size). An action is a row: one column (the index) per discrete one, size per continuous."""
+    action_heads: read_layouts'. An action is a row: one column (the index) per discrete one, size per continuous."""
 
     def __init__(self, obs_layout, action_heads, lstm_hidden_size):
         super().__init__()
@@ -297,7 +295,7 @@ class Agent(nn.Module):
         """Rollout-time: a_t ~ pi(.|h_t) as a row (or with greedy the most likely action), log pi(a_t|h_t),
         V(h_t) and the next state. The rollout steps the LSTM anyway, so it keeps log pi_old and V for the
         update. A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E),
-        E ~ Exp(1), which picks a with probability pi(a|h): torch.multinomial's draw without its input checks."""
+        E ~ Exp(1): the Gumbel-max trick's exponential-race form, torch.multinomial's draw without its input checks."""
         hidden, lstm_state = self.memory(x, lstm_state)
         dists = self.action_distributions(hidden)
         per_head = []
@@ -376,7 +374,7 @@ def make_storage(args, envs):
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
         new_episode=np.zeros(rows, dtype=bool),  # True: the observation this row returned starts an episode,
         # so the next row's state is zero
-        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out, its s_final sent apart
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
@@ -435,10 +433,10 @@ def bootstrap_value(agent, next_obs, next_lstm_state, device):
 
 
 def bootstrap_reset_on_the_spot(storage, gamma):
-    """compute_gae's r_t and terminated_t, each plugin time-out bootstrapped: its values[t+1] is V of the next
-    episode's first observation, so gamma V(s_final) goes into r_t and the step counts as terminated, which
-    drops values[t+1]: delta_t = r_t + gamma V(s_final) - V(s_t), as for any time-out. (V(s_final) is on r_t's
-    scale, both after --norm-reward; the logged returns stay the game's.)"""
+    """compute_gae's rewards and terminations, each plugin time-out bootstrapped: its values[t+1] is V of the next
+    episode's first observation, so the step is marked terminated (values[t+1] dropped) and its reward becomes
+    r_t + gamma V(s_final), r_t the game's: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
+    time-out. (V and r_t are both on --norm-reward's scale; the logged returns stay the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
@@ -446,7 +444,8 @@ def bootstrap_reset_on_the_spot(storage, gamma):
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
     the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
-    final observation, as gymnasium's next-step autoreset returns it."""
+    final observation, as gymnasium's next-step autoreset returns it (a plugin time-out: the Godot scripts'
+    bootstrap_reset_on_the_spot)."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)

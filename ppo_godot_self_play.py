@@ -115,17 +115,16 @@ def parse_args(argv=None):
 # 2. Environment: every agent of every game as one vector env
 # ================================================================================================
 class GodotVecEnv:
-    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API. Section 9 starts and connects
-    the games, carries the messages (reset_games, step_games) and records each episode's return and length."""
+    """All agents of --n-parallel games as one vector env with gymnasium 1.0's API (the games' messages: section 9)."""
 
     def __init__(self, args):
         self.games, self.procs = start_games(args)  # section 9: one line and no game left when one fails
         self.seed, self.step_timeout = args.seed, args.step_timeout  # for section 9's messages
         # Agents of one policy name share a network: start_games has checked that they share spaces
-        self.policies, self.agent_policy = read_policies(self.games)  # {name: policy}, each agent's policy
+        self.policies, self.agent_policy = read_policies(self.games)
         width = max(policy.width for policy in self.policies.values())  # each row zero-padded to the widest
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
-        for policy in self.policies.values():  # what pads its rows: nothing for the widest
+        for policy in self.policies.values():
             policy.padding = [np.zeros(width - policy.width, np.float32)] if policy.width < width else []
         # floats: each discrete action's index (exact in a float), each continuous one's values; padded alike
         columns = max(policy.columns for policy in self.policies.values())
@@ -150,8 +149,8 @@ class GodotVecEnv:
         game_actions = [to_game_action(action, policy.action_heads)
                         for action, policy in zip(actions, self.agent_policy)]
         replies, reward, done, info = step_games(self, game_actions)  # section 9: sent to every game, then read
-        # An end is a time-out only where the game sent the final observation, which a time-out bootstraps from:
-        # with done in a game that resets like gymnasium ("autoreset" in every info), else in "terminal_observation"
+        # Gymnasium-like ("autoreset" in every info): the final observation comes with done, a time-out is "truncated".
+        # Plugin-like: a time-out is "TimeLimit.truncated", bootstrapped if "terminal_observation" came, else terminal
         gymnasium_like = np.array(["autoreset" in i for i in info])
         autoreset = np.array([bool(i.get("autoreset", False)) for i in info])  # True: this step only reset an agent
         sent_final = done & ~gymnasium_like & np.array(["terminal_observation" in i for i in info])
@@ -183,9 +182,8 @@ def read_layouts(game, agent):
 
 
 def read_policies(games):
-    """({policy name: policy}, each agent's policy), in the vector env's order. A policy: its name, layouts
-    (from its first agent), agent_ids (its agents' indices), its row's width and action columns, and its
-    tags' end ("/chaser"; none when the game names one policy)."""
+    """({policy name: policy}, each agent's policy). A policy's layouts are its first agent's, agent_ids its
+    agents' indices in the vector env, and tag ends its TensorBoard tags ("/chaser"; "" for a game of one policy)."""
     policies, agent_policy = {}, []
     for game in games:
         for agent, name in enumerate(game.agent_policy_names):
@@ -273,8 +271,7 @@ def layer_init(layer, std=np.sqrt(2), bias_const=0.0):
 
 class Agent(nn.Module):
     """obs_layout: the row's keys in order, each (name, (size,)): the row is their values, joined.
-    action_heads: the game's actions in declared order, each (name, "discrete", n) or (name,
-    "continuous", size). An action is a row: one column (the index) per discrete one, size per continuous."""
+    action_heads: read_layouts'. An action is a row: one column (the index) per discrete one, size per continuous."""
 
     def __init__(self, obs_layout, action_heads):
         super().__init__()
@@ -320,8 +317,8 @@ class Agent(nn.Module):
 
     def get_action(self, x, greedy=False):
         """a_t ~ pi(.|s_t), or with greedy the most likely action, as a row (a discrete action's index as a float).
-        A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1),
-        which picks a with probability pi(a|s) (torch.multinomial's draw, without its costly input checks)."""
+        A Gaussian samples mean + std * z, z ~ N(0, I), unclipped; a discrete action argmax(pi / E), E ~ Exp(1):
+        the Gumbel-max trick's exponential-race form, torch.multinomial's draw without its input checks."""
         per_head = []
         for (kind, _), dist in zip(self.heads, self.action_distributions(x)):
             if kind == "discrete":
@@ -375,7 +372,6 @@ class AgentPerPolicy(nn.Module):
         return self.agents[name]
 
     def get_action(self, x, greedy=False):
-        """Each policy's Agent.get_action on its agents' rows."""
         action = torch.zeros(len(x), self.columns, device=x.device)
         for name, policy in self.policies.items():
             its_ids = torch.as_tensor(policy.agent_ids, device=x.device)
@@ -384,7 +380,6 @@ class AgentPerPolicy(nn.Module):
         return action
 
     def get_value(self, x):
-        """Each policy's Agent.get_value on its agents' rows."""
         value = torch.zeros(len(x), 1, device=x.device)
         for name, policy in self.policies.items():
             its_ids = torch.as_tensor(policy.agent_ids, device=x.device)
@@ -407,7 +402,7 @@ def make_storage(args, envs):
         terminations=np.zeros(rows, dtype=np.float32),
         truncations=np.zeros(rows, dtype=np.float32),
         is_transition=np.zeros(rows, dtype=bool),  # False: the autoreset row after an episode end
-        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out, its s_final sent apart
+        bootstraps_from_final=np.zeros(rows, dtype=bool),  # True: a plugin time-out
         final_values=np.zeros(rows, dtype=np.float32),  # V(s_final) of such a time-out
     )
 
@@ -431,9 +426,8 @@ def collect_rollout(envs, agents, all_storage, all_obs, global_step, writer, dev
         all_storage.terminations[step] = terminated
         all_storage.truncations[step] = truncated
         all_storage.bootstraps_from_final[step] = infos["bootstraps_from_final"]
-        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead,
-            # now, not in section 5's batched pass: ppo_godot_lstm.py's LSTM holds the ended episode's state only now
-            with torch.inference_mode():
+        if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
+            with torch.inference_mode():  # final_obs (GodotVecEnv.step) is zero in other rows, their V unused
                 final_value = agents.get_value(torch.as_tensor(infos["final_obs"], device=device))
             all_storage.final_values[step] = final_value.flatten().cpu().numpy()
 
@@ -472,10 +466,10 @@ def policy_share(policy, all_storage, all_obs):
 
 
 def bootstrap_reset_on_the_spot(storage, gamma):
-    """compute_gae's r_t and terminated_t, each plugin time-out bootstrapped: its values[t+1] is V of the next
-    episode's first observation, so gamma V(s_final) goes into r_t and the step counts as terminated, which
-    drops values[t+1]: delta_t = r_t + gamma V(s_final) - V(s_t), as for any time-out. (V(s_final) is on r_t's
-    scale, both after --norm-reward; the logged returns stay the game's.)"""
+    """compute_gae's rewards and terminations, each plugin time-out bootstrapped: its values[t+1] is V of the next
+    episode's first observation, so the step is marked terminated (values[t+1] dropped) and its reward becomes
+    r_t + gamma V(s_final), r_t the game's: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
+    time-out. (V and r_t are both on --norm-reward's scale; the logged returns stay the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
@@ -483,7 +477,8 @@ def bootstrap_reset_on_the_spot(storage, gamma):
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
     the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
-    final observation, as gymnasium's next-step autoreset returns it."""
+    final observation, as gymnasium's next-step autoreset returns it (a plugin time-out: the Godot scripts'
+    bootstrap_reset_on_the_spot)."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)

@@ -242,9 +242,9 @@ class Agent(nn.Module):
 
     def get_action(self, x, lstm_state):
         """Rollout-time: a_t ~ pi(.|h_t), log pi(a_t|h_t), V(h_t) and the next state. The rollout steps
-        the LSTM anyway, so it keeps log pi_old and V for the update. Each action a draws E_a ~ Exp(1),
-        and the largest pi(a|h) / E_a wins, with probability pi(a|h): the draw torch.multinomial (so
-        Categorical.sample) makes, without its input checks, which cost more than the forward."""
+        the LSTM anyway, so it keeps log pi_old and V for the update. a_t is argmax_a pi(a|h) / E_a,
+        E_a ~ Exp(1), the Gumbel-max trick's exponential-race form: torch.multinomial's draw (so
+        Categorical.sample's) without its input checks, which cost more than the forward."""
         hidden, lstm_state = self.memory(x, lstm_state)
         log_pi = self.policy(hidden)
         action = (log_pi.exp() / torch.empty_like(log_pi).exponential_()).argmax(dim=-1)
@@ -351,7 +351,8 @@ def bootstrap_value(agent, next_obs, next_lstm_state, device):
 def compute_gae(rewards, values, terminations, truncations, next_value, gamma, gae_lambda):
     """Backward GAE over a (num_steps, num_envs) rollout. values[t+1] (next_value at the last step) is V of
     the observation step t returned, which delta_t bootstraps from unless terminated_t: at a time-out, the
-    final observation, as gymnasium's next-step autoreset returns it."""
+    final observation, as gymnasium's next-step autoreset returns it (a plugin time-out: the Godot scripts'
+    bootstrap_reset_on_the_spot)."""
     num_steps = rewards.shape[0]
     advantages = np.zeros_like(rewards)
     dones = np.maximum(terminations, truncations)

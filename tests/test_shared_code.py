@@ -95,8 +95,7 @@ GODOT_ROLLOUT = {
     "the game's reply says which steps only reset an agent, so next_done is not carried from one step to the "
     "next": ("is_transition[step] = ", "next_done", "returns (next_obs", "next_obs, global_step"),
     "a game that resets an agent on the spot returns the next episode's first observation after a time-out: "
-    "V of the final one it sent is kept instead, computed then, as ppo_godot_lstm.py's LSTM needs": (
-        "bootstraps_from_final", "final_value", "torch.inference_mode()", "section 5's batched pass"),
+    "V of the final one it sent is kept instead": ("bootstraps_from_final", "final_value", "torch.inference_mode()"),
 }
 GODOT_STORAGE = {"a time-out whose agent the game reset on the spot bootstraps from V(s_final), kept in the "
                  "rollout": ("bootstraps_from_final=", "final_values=")}
@@ -422,7 +421,7 @@ GODOT_LSTM = {
             "def __init__(self, obs_layout, action_heads, lstm_hidden_size):", "nn.Linear(lstm_hidden_size, n_outputs)",
             "def action_distributions(self, hidden):", "pi(.|h_t)'s parameters", "self.actor(hidden).split(",
             "def get_action(self, x, lstm_state, greedy=False):", "Rollout-time: a_t ~ pi(.|h_t) as a row",
-            "V(h_t) and the next state", "update. A Gaussian samples", "E ~ Exp(1), which picks a",
+            "V(h_t) and the next state", "update. A Gaussian samples", "E ~ Exp(1): the Gumbel-max",
             "dists = self.action_distributions(hidden)", "zip(self.heads, dists", "action = torch.cat(per_head",
             "log_prob_and_entropy(", "return action, logprob,", "return logprob, entropy",
             "from action_distributions' dists")}),
