@@ -369,7 +369,7 @@ def collect_rollout(envs, agent, storage, next_obs, global_step, writer, device)
         storage.truncations[step] = truncated
         storage.bootstraps_from_final[step] = infos["bootstraps_from_final"]
         if infos["bootstraps_from_final"].any():  # s_{t+1} is the next episode's first: V(s_final) is kept instead
-            with torch.inference_mode():  # final_obs (GodotVecEnv.step) is zero in other rows, their V unused
+            with torch.inference_mode():  # final_obs: GodotVecEnv.step's; only these rows' V is used
                 final_value = agent.get_value(torch.as_tensor(infos["final_obs"], device=device))
             storage.final_values[step] = final_value.flatten().cpu().numpy()
 
@@ -399,8 +399,8 @@ def rollout_logprobs_and_values(agent, storage, next_obs, device):
 def bootstrap_reset_on_the_spot(storage, gamma):
     """compute_gae's rewards and terminations, each plugin time-out bootstrapped: its values[t+1] is V of the next
     episode's first observation, so the step is marked terminated (values[t+1] dropped) and its reward becomes
-    r_t + gamma V(s_final), r_t the game's: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
-    time-out. (V and r_t are both on --norm-reward's scale; the logged returns stay the game's.)"""
+    r_t + gamma V(s_final), r_t the stored one: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
+    time-out. (V and the stored r_t are both on --norm-reward's scale; the logged returns are the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 

@@ -435,8 +435,8 @@ def bootstrap_value(agent, next_obs, next_lstm_state, device):
 def bootstrap_reset_on_the_spot(storage, gamma):
     """compute_gae's rewards and terminations, each plugin time-out bootstrapped: its values[t+1] is V of the next
     episode's first observation, so the step is marked terminated (values[t+1] dropped) and its reward becomes
-    r_t + gamma V(s_final), r_t the game's: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
-    time-out. (V and r_t are both on --norm-reward's scale; the logged returns stay the game's.)"""
+    r_t + gamma V(s_final), r_t the stored one: compute_gae's delta_t = r_t + gamma V(s_final) - V(s_t), as at any
+    time-out. (V and the stored r_t are both on --norm-reward's scale; the logged returns are the game's.)"""
     rewards = np.where(storage.bootstraps_from_final, storage.rewards + gamma * storage.final_values, storage.rewards)
     return rewards, np.maximum(storage.terminations, storage.bootstraps_from_final)
 
