@@ -19,6 +19,7 @@ from conftest import REPO, free_port, needs_godot, run_script
 GAMES = {kind: str(REPO / "godot" / "chase" / f"chase_{kind}.x86_64")
          for kind in ("discrete", "multidiscrete", "continuous", "plugin", "tag")}
 RUN_POLICY = REPO / "godot" / "run_policy.gd"
+UNPACED = ["--fixed-fps", "60"]  # the demo's ticks as fast as they run, not 60 a second: the same episodes
 
 
 def recorded_game(kind, steps=200):
@@ -152,7 +153,7 @@ def played_alone(game, policies, episodes, seed, folder):
     """The demo game run with exported files and no trainer: {policy name: mean return}, from its lines."""
     flags = [f"--policy{'_' + name if name else ''}={path}" for name, path in policies.items()]
     proc = subprocess.run([game, *flags, f"--episodes={episodes}", f"--env_seed={seed}", "--no-window",
-                           "--disable-render-loop"], capture_output=True, text=True, timeout=300, cwd=folder)
+                           "--disable-render-loop", *UNPACED], capture_output=True, text=True, timeout=300, cwd=folder)
     assert proc.returncode == 0, proc.stderr
     assert len(re.findall(r"^policy=\S+ agent=\d+ episodic_return=", proc.stdout, flags=re.M)) >= episodes
     means = re.findall(r"^policy=(\S+) mean_return=(\S+) over (\d+) episodes$", proc.stdout, flags=re.M)
@@ -194,8 +195,8 @@ def test_the_tag_game_plays_both_exported_policies_alone_as_eval_checkpoint_does
 
 def demo_alone(folder, *flags):
     """The discrete demo game run with no trainer, headless."""
-    return subprocess.run([GAMES["discrete"], *flags, "--no-window", "--disable-render-loop"], capture_output=True,
-                          text=True, timeout=300, cwd=folder)
+    return subprocess.run([GAMES["discrete"], *flags, "--no-window", "--disable-render-loop", *UNPACED],
+                          capture_output=True, text=True, timeout=300, cwd=folder)
 
 
 def new_policy_file(folder):
@@ -209,7 +210,7 @@ def test_the_demo_plays_each_agent_the_rounded_up_share_of_the_episodes(episodes
     """--episodes, 100 unless given, over the agents of the policy that has fewest, rounded up: each of
     the game's 16 agents plays 7 episodes by default (6.25), 2 for 17."""
     needs_godot()
-    proc = demo_alone(tmp_path, f"--policy={new_policy_file(tmp_path)}",
+    proc = demo_alone(tmp_path, f"--policy={new_policy_file(tmp_path)}", "--max_steps=10",  # short time-outs
                       *([f"--episodes={episodes}"] if episodes else []))
     assert proc.returncode == 0, proc.stderr
     agents = re.findall(r"^policy=shared_policy agent=(\d+) episodic_return=", proc.stdout, flags=re.M)

@@ -20,6 +20,7 @@ import ppo_godot
 import ppo_godot_lstm
 from conftest import REPO
 
+pytestmark = pytest.mark.xdist_group("snippets")  # one worker runs the module: its Godot run happens once
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SENSORS = f"res://{godot4_plugin.ADDON}/sensors"
 CAMERA_2D = f"{SENSORS}/sensors_2d/RGBCameraSensor2D.tscn"

@@ -3,6 +3,7 @@ same rules files as the Godot 3 game, so the same policy and seed give the same 
 builds plays, is served, and gives a picture; bad input is one line and exit 2."""
 import contextlib
 import ctypes
+import filecmp
 import hashlib
 import io
 import ipaddress
@@ -26,13 +27,17 @@ import pytest
 import godot4_web
 import ppo_godot
 import ppo_godot_lstm
-from conftest import CHASE, REPO, as_from_a_terminal, free_port, game_pids, listening, needs_godot, run_script
+import ppo_godot_multi_policy
+from conftest import CHASE, REPO, as_from_a_terminal, free_port, game_pids, listening, needs_godot
 
+pytestmark = pytest.mark.xdist_group("play_in_browser")  # one worker runs the module: its policies are trained once
 web = godot4_web.web
 GAMES = {**CHASE, **{game: str(REPO / "godot" / "chase" / f"chase_{game}.x86_64") for game in ("tag", "memory")}}
 CHECKPOINTS = REPO / "tests" / "checkpoints"
 EPISODE = re.compile(r"^policy=(\S+) agent=(\d+) episodic_return=(\S+) episodic_length=(\d+) \((\S+)\)$")
 MEAN = re.compile(r"^policy=(\S+) mean_return=(\S+) over (\d+) episodes$")
+# --episodes that give each agent two: 32 episode lines in every game (tag: 8 agents a policy)
+EPISODES = {"discrete": 32, "continuous": 32, "memory": 32, "tag": 16}
 
 
 def export_policies(folder):
@@ -42,10 +47,10 @@ def export_policies(folder):
                                                     "--total-timesteps", "16384", "--save-model",
                                                     "--log-dir", str(folder / "runs")]))
     for script, checkpoint, path in [
-            ("ppo_godot.py", CHECKPOINTS / "ppo_godot_153f0a8_chase_discrete.pt", "discrete.gd"),
-            ("ppo_godot_multi_policy.py", CHECKPOINTS / "ppo_godot_153f0a8_chase_tag.pt", "tag.gd"),
-            ("ppo_godot.py", f"{run_dir}/ppo_godot.pt", "continuous.gd")]:
-        run_script(script, "--export-checkpoint", checkpoint, "--gdscript-export-path", folder / path, cwd=folder)
+            (ppo_godot, CHECKPOINTS / "ppo_godot_153f0a8_chase_discrete.pt", "discrete.gd"),
+            (ppo_godot_multi_policy, CHECKPOINTS / "ppo_godot_153f0a8_chase_tag.pt", "tag.gd"),
+            (ppo_godot, f"{run_dir}/ppo_godot.pt", "continuous.gd")]:
+        export(script, checkpoint, folder / path)
     return {"discrete": [folder / "discrete.gd"], "continuous": [folder / "continuous.gd"],
             "tag": [folder / "tag_chaser.gd", folder / "tag_runner.gd"]}
 
@@ -64,9 +69,32 @@ def recurrent_policy(tmp_path_factory):
     run_dir = ppo_godot_lstm.train(ppo_godot_lstm.parse_args([
         "--env-path", GAMES["memory"], "--port", str(free_port()), "--num-steps", "32", "--lstm-hidden-size", "16",
         "--total-timesteps", "2048", "--save-model", "--log-dir", str(folder / "runs")]))
-    run_script("ppo_godot_lstm.py", "--export-checkpoint", f"{run_dir}/ppo_godot_lstm.pt", "--gdscript-export-path",
-               folder / "memory.gd", cwd=folder)
+    export(ppo_godot_lstm, f"{run_dir}/ppo_godot_lstm.pt", folder / "memory.gd")
     return folder / "memory.gd"
+
+
+def export(script, checkpoint, path):
+    """`script.py --export-checkpoint CHECKPOINT --gdscript-export-path PATH`, in this process."""
+    argv = ["--export-checkpoint", str(checkpoint), "--gdscript-export-path", str(path)]
+    script.export_checkpoint(str(checkpoint), script.parse_args(argv))
+
+
+@pytest.fixture(scope="module")
+def in_browser(tmp_path_factory):
+    """in_browser(game, files): the game's folder as the user builds it for the policy files (--seed 5), and the
+    lines its page sent playing EPISODES[game]; each game's page runs once, for every test that reads it."""
+    runs = {}
+
+    def play(game, files):
+        if game not in runs:
+            folder = tmp_path_factory.mktemp(game) / "web"
+            assert build(*files, "--out", folder, "--seed", 5, "--game", game) == 0
+            lines = web.play_built(str(folder), [f"--episodes={EPISODES[game]}", "--speedup=20"],
+                                   godot4_web.ends)  # a str too
+            runs[game] = folder, lines
+        return runs[game]
+
+    return play
 
 
 def build(*argv):
@@ -86,7 +114,7 @@ def episodes(lines):
 
 
 @pytest.mark.parametrize("game", ["discrete", "continuous", "tag", "memory"])
-def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies, tmp_path, request):
+def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies, in_browser, tmp_path, request):
     """One policy file and seed, two engines: Godot 3.2.3 (main.gd --policy, native) and Godot 4.6 (the web build
     in Chromium), each running godot/chase/rules.gd (and tag.gd). Episode by episode, the same agent, length and
     ending, and returns within 1e-4. The memory game plays a recurrent policy (ppo_godot_lstm.py's), whose
@@ -96,16 +124,15 @@ def test_the_browser_plays_every_episode_as_the_godot_3_game_does(game, policies
     files = [request.getfixturevalue("recurrent_policy")] if game == "memory" else policies[game]
     flags = ([f"--policy={files[0]}"] if game != "tag" else
              [f"--policy_chaser={files[0]}", f"--policy_runner={files[1]}"])
-    proc = subprocess.run([GAMES[game], *flags, "--episodes=48", "--env_seed=5", "--no-window",
-                           "--disable-render-loop"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run([GAMES[game], *flags, f"--episodes={EPISODES[game]}", "--env_seed=5", "--no-window",
+                           "--disable-render-loop", "--fixed-fps", "60"],  # its ticks unpaced: the same episodes
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     godot3, godot3_means = episodes(proc.stdout.splitlines())
-    assert build(*files, "--out", tmp_path / "web", "--seed", 5, "--game", game) == 0
-    lines = web.play_built(str(tmp_path / "web"), ["--episodes=48", "--speedup=20"], godot4_web.ends)  # a str too
-    out = godot4_web.console(lines)
+    out = godot4_web.console(in_browser(game, files)[1])
     assert out["done"] and not out["error"], out
     godot4, godot4_means = episodes(out["print"])
-    assert len(godot4) == len(godot3) >= 48
+    assert len(godot4) == len(godot3) == 32
     assert [(name, agent, length, end) for name, agent, _, length, end in godot4] == \
            [(name, agent, length, end) for name, agent, _, length, end in godot3]
     np.testing.assert_allclose([r[2] for r in godot4], [r[2] for r in godot3], rtol=0, atol=1e-4)
@@ -153,17 +180,15 @@ def test_the_game_is_taken_from_the_policies_and_the_tag_sides_from_their_layout
         "index.wasm"]
 
 
-def test_the_built_folder_holds_every_file_the_page_loads(policies, tmp_path):
+def test_the_built_folder_holds_every_file_the_page_loads(policies, in_browser):
     """The page, as a user's browser opens the built folder: no request fails (each audio worklet is there), no
     uncaught error, no error line, and the game plays."""
     godot4_web.needs_godot4()
-    assert build(policies["discrete"][0], "--out", tmp_path / "web") == 0
-    assert sorted(p.name for p in (tmp_path / "web").iterdir()) == sorted(
-        ["args.json", "game.pck", "index.html", *web.ENGINE])
-    lines = web.play_built(tmp_path / "web", ["--episodes=16", "--speedup=20"], godot4_web.ends)
+    folder, lines = in_browser("discrete", policies["discrete"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["args.json", "game.pck", "index.html", *web.ENGINE])
     assert [text for kind, text in lines if kind == "http"] == []
     out = godot4_web.console(lines)
-    assert out["done"] and out["error"] == [] and len(episodes(out["print"])[0]) == 16, out
+    assert out["done"] and out["error"] == [] and len(episodes(out["print"])[0]) == 32, out
 
 
 def test_a_policy_that_remembers_plays_the_memory_game_unnamed(recurrent_policy, policies, tmp_path):
@@ -190,14 +215,17 @@ def fake_templates(folder, given=None):
     return folder
 
 
-def test_a_folder_built_from_the_users_own_templates_plays(policies, tmp_path):
+def test_a_folder_built_from_the_users_own_templates_plays(policies, in_browser, tmp_path):
+    """Byte for byte, file for file, the folder that test_the_built_folder_holds_every_file_the_page_loads plays."""
     godot4_web.needs_godot4()
     templates = fake_templates(tmp_path / "export_templates" / "4.6.stable")
-    assert build(policies["discrete"][0], "--template", templates, "--out", tmp_path / "web") == 0
-    for name in web.ENGINE:
-        assert (tmp_path / "web" / name).read_bytes() == (godot4_web.TEMPLATE / name).read_bytes()
-    out = godot4_web.console(web.play_built(tmp_path / "web", ["--episodes=16", "--speedup=20"], godot4_web.ends))
-    assert out["done"] and not out["error"] and len(episodes(out["print"])[0]) == 16, out
+    assert build(policies["discrete"][0], "--template", templates, "--out", tmp_path / "web", "--seed", 5,
+                 "--game", "discrete") == 0
+    played = in_browser("discrete", policies["discrete"])[0]
+    names = sorted(p.name for p in played.iterdir())
+    assert sorted(p.name for p in (tmp_path / "web").iterdir()) == names
+    for name in names:
+        assert filecmp.cmp(tmp_path / "web" / name, played / name, shallow=False), name
 
 
 def test_the_screenshot_is_the_games_drawn_area_with_every_agent_and_target(policies, tmp_path):
@@ -246,7 +274,7 @@ def test_a_trail_starts_anew_with_each_episode(policies, tmp_path):
     assert build(policy, "--out", tmp_path / "web", "--seed", 3) == 0
     web.write_pack({**web.pack_files({"shared_policy": policy}), "probe.gd": TRAIL_PROBE,
                     "main.tscn": web.SCENE.replace("res://main.gd", "res://probe.gd")}, tmp_path / "web" / "game.pck")
-    lines = web.play_built(tmp_path / "web", ["--episodes=48", "--speedup=20"],
+    lines = web.play_built(tmp_path / "web", [f"--episodes={EPISODES['discrete']}", "--speedup=20"],
                            lambda kind, text: kind == "exit" or text == "PROBED" or "SCRIPT ERROR" in text)
     out = godot4_web.console(lines)
     assert not out["error"], out
@@ -256,7 +284,7 @@ def test_a_trail_starts_anew_with_each_episode(policies, tmp_path):
         starts = [0]  # the action that starts each episode: the first, then each one after an episode's end
         for _, _, _, length, _ in [episode for episode in played if episode[1] == agent]:
             starts.append(starts[-1] + length + (len(starts) > 1))
-        assert len(starts) == 4  # its 3 printed episodes, and the start of the next
+        assert len(starts) == 3  # its 2 printed episodes, and the start of the next
         actions = np.arange(starts[-1] + 1)
         since_start = actions - np.array(starts)[np.searchsorted(starts, actions, side="right") - 1]
         assert trails[:starts[-1] + 1, agent].tolist() == np.minimum(since_start + 1, 40).tolist(), agent
