@@ -18,15 +18,15 @@ TINY = ["--num-steps", "64", "--total-timesteps", "2048"]  # 2 iterations of 64 
 
 
 def test_runs_started_together_each_get_free_ports_of_their_own(tmp_path):
-    """Four runs started in the same second (two with two games each), none given --port: each game
+    """Three runs started in the same second (two with two games each), none given --port: each game
     listens on its own free port, names it in its log's name, and every run plays and logs its episodes."""
     needs_godot()
-    folders, procs = [tmp_path / f"run{i}" for i in range(4)], []
+    folders, procs = [tmp_path / f"run{i}" for i in range(3)], []
     for i, folder in enumerate(folders):
         folder.mkdir()
         procs.append(subprocess.Popen(
             [sys.executable, str(REPO / "ppo_godot.py"), "--env-path", CHASE["discrete"], "--num-steps", "64",
-             "--total-timesteps", str(2048 * (1 + i % 2)), "--n-parallel", str(1 + i % 2), "--seed", str(i)],
+             "--total-timesteps", str(2048 * (2 - i % 2)), "--n-parallel", str(2 - i % 2), "--seed", str(i)],
             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         outputs = [proc.communicate(timeout=300) for proc in procs]
@@ -42,10 +42,10 @@ def test_runs_started_together_each_get_free_ports_of_their_own(tmp_path):
         assert "episodic_return=" in stdout, stdout[-2000:]
         (run_dir,) = run_dirs(folder)
         run_logs = sorted(path.name for path in run_dir.glob("game-*.log"))
-        assert len(run_logs) == 1 + i % 2, run_logs
+        assert len(run_logs) == 2 - i % 2, run_logs
         assert all(f"runs/{run_dir.name}/{name}" in stdout for name in run_logs)  # the run names each port
         logs += run_logs
-    assert len(set(logs)) == len(logs) == 6  # six games, six ports
+    assert len(set(logs)) == len(logs) == 5  # five games, five ports
     assert all(int(name[len("game-"):-len(".log")]) != 11008 for name in logs)
 
 

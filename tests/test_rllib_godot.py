@@ -58,9 +58,22 @@ def pids(pattern):
     return found
 
 
-def game_pattern(port, count):
-    """Games on port, port+1, ..., port+count (runner i's on port+i; one on port would be the driver's)."""
-    return r"godot3-server .*--port=(%s)( |$)" % "|".join(str(port + i) for i in range(count + 1))
+def game_pattern(ports):
+    """Games on any of `ports` (runner i's on --port + i)."""
+    return r"godot3-server .*--port=(%s)( |$)" % "|".join(map(str, ports))
+
+
+def descends_from(pid, root, table):
+    """Whether pid is root or under it, in a table of pids()."""
+    while pid != root and pid in table:
+        pid = table[pid][0]
+    return pid == root
+
+
+def ephemeral_ports():
+    """The ports the system picks free ones from."""
+    low, high = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    return range(low, high + 1)
 
 
 def wait_until_gone(pattern, seconds=30):
@@ -71,8 +84,10 @@ def wait_until_gone(pattern, seconds=30):
 
 
 def start_training(kind, port, cwd, *extra):
+    """Two env runners on Chase; port None: no --port."""
+    given = ["--port", str(port)] if port is not None else []
     return subprocess.Popen([sys.executable, str(REPO / SCRIPT), "--env-path", CHASE[kind], "--num-env-runners", "2",
-                             "--num-cpus", "2", "--port", str(port), *extra], cwd=cwd, text=True, stdout=subprocess.PIPE,
+                             "--num-cpus", "2", *given, *extra], cwd=cwd, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=as_from_a_terminal)
 
 
@@ -83,29 +98,37 @@ def assert_stopped_and_saved(proc, stdout, stderr, code, cwd):
     assert read_scalars(run_dirs(cwd)[0])["charts/SPS"]  # the log was written and closed
 
 
-@pytest.mark.parametrize("kind", ["discrete", "continuous"])
-def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rllib_script, kind, port, tmp_path):
+@pytest.mark.parametrize("kind, given_port", [("discrete", True), ("continuous", False)],
+                         ids=["discrete-given-port", "continuous-free-ports"])
+def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rllib_script, kind, given_port, port,
+                                                                              tmp_path):
     """Two env runners, each launching a game of its own, train until the return has risen; then
     Ctrl-C (to the whole process group, as a terminal sends it) ends the run: exit 130, the model and
-    the log saved, no game and no Ray process left. (One Ray cluster for both checks: starting and
-    stopping one takes half a minute here.)"""
+    the log saved, no game and no Ray process left. With --port (discrete) env runner i's game is on
+    port + i; without (continuous) each game is on a free port the system picked. (One Ray cluster for
+    all these checks: starting and stopping one takes half a minute here.)"""
     ray_before = pids(RAY_PROCESSES)
+    proc = start_training(kind, port if given_port else None, tmp_path)
     games_seen, done = {}, threading.Event()
 
-    def watch_games():  # which game ran on which port, started by which process
+    def watch_games():  # {pid: (port, parent, whether the parent is a Ray worker)} of the run's games
         while not done.is_set():
-            ray_workers = pids(r"^ray::")  # Ray names its actors' processes ray::<class>
-            for ppid, args in pids(game_pattern(port, 2)).values():
-                games_seen[int(re.search(r"--port=(\d+)", args).group(1))] = (ppid, ppid in ray_workers)
+            table = pids("")
+            for pid, (ppid, args) in table.items():
+                game = re.search(game_pattern([r"\d+"]), args)  # a game, on any port
+                if game and descends_from(ppid, proc.pid, table):
+                    parent = table.get(ppid, (0, ""))[1]  # Ray names its actors' processes ray::<class>
+                    games_seen[pid] = (int(game[1]), ppid, parent.startswith("ray::"))
             time.sleep(0.5)
 
     watcher = threading.Thread(target=watch_games)
     watcher.start()
     try:
-        proc = start_training(kind, port, tmp_path)
-        for line in proc.stdout:  # measured: a mean return of 8-9 (from about 0) by step 14k, 9-10 by 30k
+        # measured on seeds 1-3 of each kind: at step 14,336 an update's mean return of 8.3-9.3, and the last 50
+        # episodes 5.6-7.6 above the first 50
+        for line in proc.stdout:
             progress = re.match(r"global_step=(\d+), episodic_return=(\S+),", line)
-            if progress and (int(progress[1]) >= 16_000 and float(progress[2]) >= 8 or int(progress[1]) >= 40_000):
+            if progress and (int(progress[1]) >= 14_000 and float(progress[2]) >= 8 or int(progress[1]) >= 40_000):
                 break
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
@@ -114,10 +137,15 @@ def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rl
         done.set()
         watcher.join()
 
-    # two games, on ports port+1 and port+2, each started by a Ray worker of its own, not the driver
-    assert sorted(games_seen) == [port + 1, port + 2], games_seen
-    parents = list(games_seen.values())
-    assert parents[0][0] != parents[1][0] and all(is_ray_worker for _, is_ray_worker in parents), parents
+    # two games, each started by a Ray worker of its own; the driver's one game (if seen): its probe
+    runner_games = sorted((game_port, ppid) for game_port, ppid, by_worker in games_seen.values() if by_worker)
+    assert len(runner_games) == 2 and runner_games[0][1] != runner_games[1][1], games_seen
+    assert all(by_worker or ppid == proc.pid for _, ppid, by_worker in games_seen.values()), games_seen
+    ports = [game_port for game_port, _ in runner_games]
+    if given_port:
+        assert ports == [port + 1, port + 2], games_seen
+    else:
+        assert ports[0] != ports[1] and all(p in ephemeral_ports() for p in ports), games_seen
     # the return rose: the last 50 episodes against the first 50 (random play: about -1; the
     # scripted policy: 10.27)
     returns = [value for _, value in read_scalars(run_dirs(tmp_path)[0])["charts/episodic_return"]]
@@ -126,7 +154,7 @@ def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rl
     assert last > first + 4, (first, last)
     # the stop: the model saved, the log written and closed, nothing left
     assert_stopped_and_saved(proc, stdout, stderr, 130, tmp_path)
-    assert not wait_until_gone(game_pattern(port, 2))
+    assert not set(wait_until_gone(game_pattern(p for p, _, _ in games_seen.values()))) & set(games_seen)
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
 
@@ -150,7 +178,7 @@ def test_a_game_of_two_policies_trains_an_rllib_policy_each_and_exports_a_model_
                                        obs_size, declared)
     # a pair's two episodes end together, their rewards opposed: what the chasers won, the runners lost
     assert sum(returns["chaser"]) == pytest.approx(-sum(returns["runner"]), abs=1e-3)
-    assert not wait_until_gone(game_pattern(port, 1))
+    assert not wait_until_gone(game_pattern([port + 1]))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
 
@@ -250,18 +278,7 @@ def test_a_given_port_that_is_taken_is_named_before_the_game_starts(rllib_script
         holder.listen()
         with pytest.raises(RuntimeError, match=f"^port {port} is already in use .*leave it out for free ones$"):
             make_env(rllib_script, port)
-    assert not pids(game_pattern(port, 0))
-
-
-def test_a_run_without_a_port_trains_on_free_ports(rllib_script, tmp_path):
-    """No --port: the driver's probe game and each env runner's game listen on free ports."""
-    ray_before = pids(RAY_PROCESSES)
-    proc = run_script(SCRIPT, "--env-path", CHASE["discrete"], "--num-env-runners", "2", "--num-cpus", "2",
-                      "--total-timesteps", "4096", "--train-batch-size", "1024", "--num-steps", "64",
-                      cwd=tmp_path, timeout=300)
-    assert "Traceback" not in proc.stderr
-    assert read_scalars(run_dirs(tmp_path)[0])["charts/episodic_return"]
-    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
+    assert not pids(game_pattern([port]))
 
 
 def test_a_game_that_resets_on_the_step_after_is_refused(rllib_script, port):
@@ -353,5 +370,5 @@ def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path)
     # the model the kill saved is exported too, the plugin playing it as RLlib does
     assert_plugin_plays_like_rllib(run_dirs(tmp_path)[0] / "checkpoint" / "policies" / "default_policy",
                                    tmp_path / "chase.onnx", 4, {"move": {"action_type": "discrete", "size": 5}})
-    assert not wait_until_gone(game_pattern(port, 2))
+    assert not wait_until_gone(game_pattern([port + 1, port + 2]))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
