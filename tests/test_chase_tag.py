@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, benchmark, game_pids, needs_godot
+import as_a_process
 
 GAME = str(REPO / "godot" / "chase" / "chase_tag.x86_64")
 STILL = {"chaser": {"move": 0}, "runner": {"move": [0.0, 0.0]}}  # each side's action that stays put
@@ -115,8 +116,10 @@ def test_the_baselines_benchmark_tells_a_chaser_that_heads_for_its_runner_from_o
 
 
 def run_benchmark(name, argv, tmp_path, monkeypatch):
-    """benchmarks/<name>.py's main() with argv, writing under tmp_path; (its module, its table, its figure)."""
+    """benchmarks/<name>.py's main() with argv, writing under tmp_path, its training runs forked from as_a_process
+    (torch already imported); (its module, its table, its figure)."""
     module, common = benchmark(name), benchmark("common")
+    monkeypatch.setattr(module, "subprocess", as_a_process.SUBPROCESS)
     (tmp_path / "benchmarks").mkdir()
     monkeypatch.setattr(common, "REPO", tmp_path)  # where the table goes
     figure = tmp_path / "benchmarks" / "figures" / f"{name}.png"

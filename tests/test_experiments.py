@@ -19,21 +19,27 @@ EXPERIMENTS = sorted(p.stem for p in (REPO / "experiments").glob("*.py")
                      if p.stem not in ("runner", "healthy_ranges", "frame_stack"))
 
 
+# A tiny run's rollout, after the experiment's flags: ppo.py's defaults (LunarLander's settings take 16 x 1024 steps
+# and 256 minibatches: tests/test_lunarlander.py runs that rollout), and ppo_continuous_action.py's cut to one
+# HalfCheetah episode and 4 minibatches of it
+TINY_ROLLOUT = {"ppo.py": ["--num-steps", "128", "--num-minibatches", "4"],
+                "ppo_continuous_action.py": ["--num-steps", "1024", "--num-minibatches", "4"]}
+
+
 @pytest.fixture
 def run_experiment(monkeypatch, tmp_path):
-    """run_experiment(name, *flags): the experiment's __main__ on a tiny budget (1 seed, 2048 steps)."""
+    """run_experiment(name, *flags): the experiment's __main__ on a tiny budget: 1 seed, each run one update
+    (--total-timesteps 512: one rollout or less) of a tiny rollout (TINY_ROLLOUT)."""
     monkeypatch.syspath_prepend(str(REPO / "experiments"))
     runner = importlib.import_module("runner")
 
-    def run(command, capture_output, text):  # what the runner calls: subprocess.run([python, script, *flags], ...)
-        proc = as_a_process.run(command[1], command[2:], cwd=os.getcwd(), timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return proc
+    def run(command, **kwargs):  # what the runner calls: subprocess.run([python, script, *flags], ...)
+        return as_a_process.run_command([*command, *TINY_ROLLOUT.get(os.path.basename(command[1]), [])], **kwargs)
 
     monkeypatch.setattr(runner, "subprocess", types.SimpleNamespace(run=run))
 
     def experiment(name, *flags):
-        monkeypatch.setattr(sys, "argv", [f"{name}.py", "--seeds", "1", "--total-timesteps", "2048",
+        monkeypatch.setattr(sys, "argv", [f"{name}.py", "--seeds", "1", "--total-timesteps", "512",
                                           "--runs-dir", str(tmp_path / "runs"), *flags])
         runpy.run_path(str(REPO / "experiments" / f"{name}.py"), run_name="__main__")
         return importlib.import_module(name)

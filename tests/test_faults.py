@@ -7,7 +7,6 @@ the table's references true."""
 import os
 import pickle
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -271,17 +270,10 @@ def test_runs_folder_that_cannot_be_made(script, tmp_path):
         assert_one_line_error(proc, "cannot make the log folder")
 
 
-def limit_file_size():
-    """In the child: files stop growing at 64 kB, as on a full disk (EFBIG instead of ENOSPC)."""
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))
-
-
 @pytest.mark.parametrize("script", TRAINING)
 def test_disk_full(script, tmp_path):
     argv = [*game_argv(script), *SHORT[script], "--total-timesteps", "200000", "--save-model"]
-    proc = subprocess.run([sys.executable, str(REPO / script), *argv], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, preexec_fn=limit_file_size)
+    proc = as_a_process.run(REPO / "tests" / "full_disk.py", [REPO / script, *argv], cwd=tmp_path, timeout=300)
     assert_one_line_error(proc, "failed (File too large)")
     (run_dir,) = run_dirs(tmp_path)
     assert any(run_dir.glob("events.out.tfevents.*"))  # the logs up to the fault stay
