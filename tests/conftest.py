@@ -465,6 +465,7 @@ def pytest_configure(config):
     audit = REPO / "tests" / "parts_audit"
     if folder and str(audit) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         Path(folder).mkdir(parents=True, exist_ok=True)
+        os.environ["PPO_TESTS_NEEDING_PARTS"] = str(Path(folder).resolve())  # for processes in other folders
         # this process and every Python a test starts note the tests that import Ray or W&B
         os.environ["PYTHONPATH"] = os.pathsep.join([str(audit), *filter(None, [os.environ.get("PYTHONPATH")])])
         runpy.run_path(str(audit / "sitecustomize.py"))
