@@ -3,9 +3,12 @@ venv of requirements.txt alone (no Ray, no W&B), first with the engines there, t
 and the Godot 4.6 template hidden as well. Each must skip and say why; a failure or an error fails this command.
 
     PPO_TESTS_NEEDING_PARTS=.cache/tests-needing-parts python -m pytest tests -q -n auto --dist loadgroup
-    python tests/bare_install.py .cache/tests-needing-parts [--hide-engines]
+    python tests/bare_install.py .cache/tests-needing-parts --hide-engines
 
-The suite's run lists the tests (conftest.needs_part notes each, by test or by the fixture that needs the part).
+The suite's run lists the tests (conftest.needs_part notes each, by test or by the fixture and its parameter that
+need the part); $PPO_ONLY_TESTS hands the list to conftest, which runs those alone (a parametrized test's id can
+hold brackets, colons and spaces, which pytest's arguments cannot), and a listed test that is not collected in the
+bare venv fails this command. Without --hide-engines, the first pass alone.
 The engines are hidden in a mount namespace of this command alone (unshare, as root): /dev/null over each
 program, an empty folder over the template; nothing on the machine changes.
 """
@@ -60,8 +63,18 @@ def hiding_engines():
 def run(title, prefix, python, nodeids):
     print(f"bare install, {title}: {len(nodeids)} tests", flush=True)
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PPO_TESTS_NEEDING_PARTS")}  # skip, not fail
+    listing = Path(tempfile.mkdtemp()) / "tests.txt"
+    listing.write_text("".join(f"{nodeid}\n" for nodeid in sorted(nodeids)))
+    env["PPO_ONLY_TESTS"] = str(listing)  # conftest keeps these: a parametrized id is no argument pytest parses
+    files = sorted({nodeid.split("::")[0] for nodeid in nodeids})
+    collected = subprocess.run(prefix + [python, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+                                         *files], cwd=REPO, env=env, capture_output=True, text=True).stdout
+    missing = set(nodeids) - {line for line in collected.splitlines() if "::" in line}
+    if missing:
+        sys.exit(f"bare install, {title}: {len(missing)} listed tests are not collected there, the first: "
+                 f"{min(missing)}")
     proc = subprocess.run(prefix + [python, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p",
-                                    "no:cacheprovider", "-rs", *sorted(nodeids)], cwd=REPO, env=env)
+                                    "no:cacheprovider", "-rs", *files], cwd=REPO, env=env)
     if proc.returncode != 0:
         sys.exit(f"bare install, {title}: pytest exited {proc.returncode}: a test whose part is missing must skip")
 
@@ -72,7 +85,7 @@ def main(folder):
         sys.exit(f"no test listed in {folder}: run the suite with PPO_TESTS_NEEDING_PARTS={folder} first")
     python = bare_venv()
     run("no Ray, no W&B", [], python, [t for t, parts in needs.items() if parts & PYTHON_PARTS])
-    if "--hide-engines" in sys.argv:  # not yet in .ci/run: under unshare its pytest collected no test (exit 5)
+    if "--hide-engines" in sys.argv:
         run("no Ray, no W&B and no engines", hiding_engines(), python, list(needs))
 
 

@@ -55,9 +55,16 @@ def current_test():
     return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]  # "nodeid (setup)", "nodeid (call)"
 
 
+def fixture_key(name, params):
+    """A fixture's name, and its parameter where it has one (a test of the gymnasium scripts that shares a
+    parametrized fixture with a Godot script's does not need Godot)."""
+    return f"{name}[{params[name]!r}]" if name in params else name
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef):
-    FIXTURES_IN_SETUP.append(fixturedef.argname)
+def pytest_fixture_setup(fixturedef, request):
+    FIXTURES_IN_SETUP.append(fixture_key(fixturedef.argname, {fixturedef.argname: request.param}
+                                         if hasattr(request, "param") else {}))
     try:
         yield
     finally:
@@ -71,9 +78,25 @@ def pytest_sessionfinish(session):
     if not folder or not NEEDS:
         return
     lines = {f"{item.nodeid}\t{part}\n" for item in getattr(session, "items", [])
-             for key in [item.nodeid, *item.fixturenames] for part in NEEDS.get(key, ())}
+             for key in [item.nodeid, *(fixture_key(name, getattr(item, "callspec", None) and item.callspec.params
+                                                    or {}) for name in item.fixturenames)]
+             for part in NEEDS.get(key, ())}
     Path(folder).mkdir(parents=True, exist_ok=True)
     (Path(folder) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.tsv").write_text("".join(sorted(lines)))
+
+
+def pytest_collection_modifyitems(config, items):
+    """With $PPO_ONLY_TESTS naming a file of node ids, one a line, runs those alone (tests/bare_install.py: a
+    parametrized id with brackets, colons or spaces in its text is no argument that pytest can parse)."""
+    listing = os.environ.get("PPO_ONLY_TESTS")
+    if not listing:
+        return
+    wanted = set(Path(listing).read_text().splitlines())
+    keep, drop = [], []
+    for item in items:
+        (keep if re.sub(r"@[\w-]+$", "", item.nodeid) in wanted else drop).append(item)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep
 
 
 def needs_godot():
