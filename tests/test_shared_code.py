@@ -29,16 +29,23 @@ def lesson_definitions(script):
     """{name: source} of the script's top-level functions and classes above its plumbing banner."""
     text = (REPO / script).read_text()
     banner = text[:text.index("\n# 9. Plumbing")].count("\n") + 2
-    return {name: source for name, source in definitions(script).items()
-            if next(node for node in ast.parse(text).body if getattr(node, "name", None) == name).lineno < banner}
+    return {node.name: definitions(script)[node.name] for node in top_level(script) if node.lineno < banner}
+
+
+@functools.cache
+def top_level(script):
+    """The script's top-level functions and classes, as ast nodes, in order."""
+    return [node for node in ast.parse((REPO / script).read_text()).body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
 
 
 @functools.cache
 def definitions(script):
-    """{name: source} of the script's top-level functions and classes."""
-    text = (REPO / script).read_text()
-    return {node.name: ast.get_source_segment(text, node, padded=True)
-            for node in ast.parse(text).body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    """{name: source} of the script's top-level functions and classes (ast.get_source_segment's text, the file
+    split once: that function splits the whole file at each call)."""
+    lines = (REPO / script).read_text().splitlines(keepends=True)
+    return {node.name: "".join(lines[node.lineno - 1:node.end_lineno - 1])
+            + lines[node.end_lineno - 1].encode()[:node.end_col_offset].decode() for node in top_level(script)}
 
 
 def without_declared(name, source):
