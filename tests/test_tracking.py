@@ -4,6 +4,7 @@ run's name and id, its config (the flags), and every scalar TensorBoard got."""
 import importlib.util
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import ppo
 import ppo_continuous_action
 import ppo_godot
 import ppo_lstm
-from conftest import CHASE, REPO, free_port, needs_godot, needs_part, read_scalars, run_dirs
+from conftest import (CHASE, REPO, free_port, godot_user_folder, needs_godot, needs_part, read_scalars,
+                      run_dirs)
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +66,20 @@ def offline_runs(folder, record_class):
     return runs
 
 
-def train(script, *argv, cwd):
+def start(script, *argv, cwd):
     """The script as a user runs it, offline: a fresh interpreter (wandb patches TensorBoard's writer)."""
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(cwd), "WANDB_SILENT": "true"}
-    proc = subprocess.run([sys.executable, str(REPO / script), *argv], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    return subprocess.Popen([sys.executable, str(REPO / script), *argv], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finished(proc):
+    stderr = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 0, stderr[-3000:]
+
+
+def train(script, *argv, cwd):
+    finished(start(script, *argv, cwd=cwd))
 
 
 def assert_synced(run, run_dir, tags):
@@ -103,16 +113,37 @@ def test_track_syncs_scalars_flags_and_videos_and_a_resumed_run_goes_on_in_the_s
     assert min(row["global_step"] for row in second_life["history"] if "losses/value_loss" in row) > 1024
 
 
-@pytest.mark.parametrize("script", ["ppo_continuous_action.py", "ppo_lstm.py", "ppo_godot.py"])
-def test_track_in_the_other_scripts(wandb_records, script, tmp_path):
-    argv = {"ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "512", "--num-steps", "256",
-                                         "--num-minibatches", "4"],
-            "ppo_lstm.py": ["--total-timesteps", "512", "--num-steps", "64"],
-            "ppo_godot.py": ["--total-timesteps", "4096", "--num-steps", "32"]}[script]  # time-outs: episodes
+OTHER_SCRIPTS = {"ppo_continuous_action.py": ["--env-id", "Pendulum-v1", "--total-timesteps", "512", "--num-steps",
+                                              "256", "--num-minibatches", "4"],
+                 "ppo_lstm.py": ["--total-timesteps", "512", "--num-steps", "64"],
+                 "ppo_godot.py": ["--total-timesteps", "4096", "--num-steps", "32"]}  # time-outs: episodes
+
+
+@pytest.fixture(scope="module")
+def other_runs(wandb_records, tmp_path_factory):
+    """{script: its folder, or the reason it did not run} of a --track run of each of OTHER_SCRIPTS, all started
+    at once: wandb's TensorBoard sync waits about 10 s at the end of each run, idle."""
+    folders, procs = {}, {}
+    for script, argv in OTHER_SCRIPTS.items():
+        if script == "ppo_godot.py" and not shutil.which("godot3-server"):
+            continue  # the test skips
+        folders[script] = tmp_path_factory.mktemp(script.removesuffix(".py"))
+        if script == "ppo_godot.py":
+            godot_user_folder().mkdir(parents=True, exist_ok=True)  # as needs_godot() does
+            argv = argv + ["--env-path", CHASE["discrete"], "--port", str(free_port())]
+        procs[script] = start(script, *argv, "--track", cwd=folders[script])
+    return folders, procs
+
+
+@pytest.mark.xdist_group("tracking_other_scripts")  # one worker, the runs of `other_runs`
+@pytest.mark.parametrize("script", OTHER_SCRIPTS)
+def test_track_in_the_other_scripts(wandb_records, other_runs, script):
     if script == "ppo_godot.py":
         needs_godot()
-        argv += ["--env-path", CHASE["discrete"], "--port", str(free_port())]
-    train(script, *argv, "--track", cwd=tmp_path)
+    argv = OTHER_SCRIPTS[script]
+    folders, procs = other_runs
+    finished(procs[script])
+    tmp_path = folders[script]
     (run_dir,) = run_dirs(tmp_path)
     (run,) = offline_runs(tmp_path, wandb_records)
     assert run["name"] == run_dir.name and run["config"]["total_timesteps"] == int(argv[argv.index("--total-timesteps") + 1])
