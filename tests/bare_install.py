@@ -60,12 +60,12 @@ def hiding_engines():
     return ["unshare", "--mount", "sh", "-c", " && ".join(mounts + ['exec "$@"']), "sh"]
 
 
-def run(title, prefix, python, nodeids):
-    print(f"bare install, {title}: {len(nodeids)} tests", flush=True)
+def start(title, prefix, python, nodeids):
+    """The pass's pytest, started, its output to a file; first the check that it collects every listed test."""
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PPO_TESTS_NEEDING_PARTS")}  # skip, not fail
-    listing = Path(tempfile.mkdtemp()) / "tests.txt"
-    listing.write_text("".join(f"{nodeid}\n" for nodeid in sorted(nodeids)))
-    env["PPO_ONLY_TESTS"] = str(listing)  # conftest keeps these: a parametrized id is no argument pytest parses
+    folder = Path(tempfile.mkdtemp())
+    (folder / "tests.txt").write_text("".join(f"{nodeid}\n" for nodeid in sorted(nodeids)))
+    env["PPO_ONLY_TESTS"] = str(folder / "tests.txt")  # conftest keeps these: an id is no argument pytest parses
     files = sorted({nodeid.split("::")[0] for nodeid in nodeids})
     collected = subprocess.run(prefix + [python, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
                                          *files], cwd=REPO, env=env, capture_output=True, text=True).stdout
@@ -73,10 +73,10 @@ def run(title, prefix, python, nodeids):
     if missing:
         sys.exit(f"bare install, {title}: {len(missing)} listed tests are not collected there, the first: "
                  f"{min(missing)}")
-    proc = subprocess.run(prefix + [python, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p",
-                                    "no:cacheprovider", "-rs", *files], cwd=REPO, env=env)
-    if proc.returncode != 0:
-        sys.exit(f"bare install, {title}: pytest exited {proc.returncode}: a test whose part is missing must skip")
+    output = open(folder / "output.txt", "w+")
+    return title, len(nodeids), output, subprocess.Popen(
+        prefix + [python, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", "-p", "no:cacheprovider", "-rs",
+                  *files], cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
 
 
 def main(folder):
@@ -84,9 +84,17 @@ def main(folder):
     if not needs:
         sys.exit(f"no test listed in {folder}: run the suite with PPO_TESTS_NEEDING_PARTS={folder} first")
     python = bare_venv()
-    run("no Ray, no W&B", [], python, [t for t, parts in needs.items() if parts & PYTHON_PARTS])
-    if "--hide-engines" in sys.argv:
-        run("no Ray, no W&B and no engines", hiding_engines(), python, list(needs))
+    passes = [start("no Ray, no W&B", [], python, [t for t, parts in needs.items() if parts & PYTHON_PARTS])]
+    if "--hide-engines" in sys.argv:  # at the same time: the second pass's tests mostly skip at once
+        passes.append(start("no Ray, no W&B and no engines", hiding_engines(), python, list(needs)))
+    failed = []
+    for title, count, output, proc in passes:
+        proc.wait()
+        output.seek(0)
+        print(f"bare install, {title}: {count} tests\n{output.read()}", flush=True)
+        failed += [f"bare install, {title}: pytest exited {proc.returncode}"] if proc.returncode else []
+    if failed:
+        sys.exit("; ".join(failed) + ": a test whose part is missing must skip")
 
 
 if __name__ == "__main__":
