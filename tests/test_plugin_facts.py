@@ -5,7 +5,10 @@ that cites anything else fails here, and so does a table entry no page cites any
 to a checkout's addons/godot_rl_agents folder, the table is checked against the real files. Also pinned: the
 plugin's scene root names and class names, in tests/godot4_plugin.py's stand-ins (with the defaults the table
 holds) and in the snippets' `$` paths; the pages' `--policy=` paths (absolute or res://: a relative path is read
-inside the game's project, res://); `--speedup` taken as a float, as the plugin's sync.gd reads it."""
+inside the game's project, res://); `--speedup` taken as a float, as the plugin's sync.gd reads it. And facts a page
+once had wrong (WRONG), the flags a game gets named as sync.gd's or the engine's, the first editor run's agent-steps
+from ppo_godot.py's own arithmetic, 127.0.0.1 at both ends, and what the Sync node does in a shipped game."""
+import inspect
 import os
 import re
 from pathlib import Path
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import godot4_plugin
+import ppo_godot
 from conftest import REPO, assert_one_line_error, run_script
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -37,6 +41,7 @@ CITED = {
     ("sync.gd", "13"): ["var action_repeat := 8"],
     ("sync.gd", "15"): ["var speed_up := 1.0"],
     ("sync.gd", "17"): ['var onnx_model_path := ""'],
+    ("sync.gd", "29"): ['const DEFAULT_SEED := "1"'],
     ("sync.gd", "64-69"): ["set_pause(true)", "create_timer(1.0)", "set_pause(false)"],
     ("sync.gd", "75"): ["physics_ticks_per_second = _get_speedup() * 60"],
     ("sync.gd", "75-76"): ["physics_ticks_per_second", "time_scale = _get_speedup()"],
@@ -53,7 +58,13 @@ CITED = {
     ("sync.gd", "241"): ["_set_agent_actions(actions, agents_inference)"],
     ("sync.gd", "299"): ["largest_logit: float = -INF"],
     ("sync.gd", "363"): ['get_nodes_in_group("AGENT")'],
+    ("sync.gd", "449"): ['var ip = "127.0.0.1"'],
+    ("sync.gd", "460-491"): ["func _get_args", "OS.get_cmdline_args()", 'args.get("speedup"', 'args.get("port"',
+                             'args.get("env_seed"', 'args.get("action_repeat"'],
     ("sync.gd", "485-487"): ["DEFAULT_SEED", "seed(_seed)"],
+    ("sync.gd", "507-510"): ['message["type"] == "reset"', "_reset_agents()"],
+    ("sync.gd", "550-553"): ["func _reset_agents_if_done", "agent.set_done_false()"],
+    ("sync.gd", "556-558"): ["func _reset_agents(agents = all_agents)", "agent.needs_reset = true"],
     ("sync.gd", "594-596"): ["func _set_agent_actions", "set_action(actions[i])"],
     ("ai_controller_3d.gd", "13"): ['var onnx_model_path := ""'],
     ("ai_controller_3d.gd", "15"): ["var reset_after := 1000"],
@@ -81,6 +92,7 @@ FUNCTIONS = {
     "_inference_process": "sync.gd", "_heuristic_process": "sync.gd", "_reset_agents_if_done": "sync.gd",
     "_get_obs_from_agents": "sync.gd", "_get_info_from_agents": "sync.gd", "_get_reward_from_agents": "sync.gd",
     "_get_done_from_agents": "sync.gd", "_get_speedup": "sync.gd", "_set_action_repeat": "sync.gd",
+    "_get_args": "sync.gd", "handle_message": "sync.gd", "_reset_agents": "sync.gd",
     "RunInference": "ONNXInference.cs",
     "_player": "ai_controller_2d.gd",  # a member, not a function: the body init(player) hands the controller
 }
@@ -213,6 +225,106 @@ def test_policy_paths_on_the_pages_are_absolute_or_res():
     assert given
     assert [(page, path) for page, path in given
             if not path.startswith(("/", "$PWD/", "res://")) and path != "PATH"] == []
+
+
+WALKTHROUGH = REPO / "docs" / "godot4-walkthrough.md"
+SHIPPING = REPO / "docs" / "shipping-your-agent.md"
+# The command-line keys sync.gd reads (args.get in _get_args's lines, in CITED), and the engine's own flags
+PLUGIN_ARGS = set(re.findall(r'args\.get\("(\w+)"', " ".join(CITED[("sync.gd", "460-491")])))
+ENGINE_FLAGS = {"--fixed-fps", "--disable-render-loop", "--headless", "--no-window"}
+# What the plugin's code contradicts, said on a page once: each pattern, with the fact it ran against
+WRONG = {
+    r"(?:Speed Up|speed_up)\b.{0,60}?only in the editor": "sync.gd applies speed_up in every mode (lines 75-76)",
+    r"sync\.gd`? never resets": "_reset_agents sets needs_reset on every agent at Python's reset (lines 556-558)",
+    r"rows? (?:are|is|comes?) from[^.]*godot-rl's launcher": "ppo_godot.py starts the file itself, not godot-rl",
+    r"set_action\(\s*[\w.]*act\(": "act() returns {} after a bad key: set_action() must not get it unchecked",
+}
+
+
+def section(text, heading):
+    """A page's section: from the line that starts with heading to the next heading of its level or above (a
+    "# comment" in a code block is no heading)."""
+    level, lines, fenced, found = len(heading) - len(heading.lstrip("#")), [], False, False
+    for line in text.splitlines():
+        if found and not fenced and re.match(rf"#{{1,{level}}} ", line):
+            break
+        found = found or (not fenced and line.startswith(heading))
+        fenced = fenced != line.startswith("```")
+        if found:
+            lines.append(line)
+    assert lines, heading
+    return "\n".join(lines)
+
+
+def sentences(text):
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z`(\[])", " ".join(text.split()))
+
+
+@pytest.mark.parametrize("wrong", WRONG)
+def test_no_page_says_what_the_plugins_code_contradicts(wrong):
+    pages = [*PAGES, REPO / "godot" / "starter" / "README.md"]
+    said = [(page.name, m.group(0)) for page in pages for m in re.finditer(wrong, " ".join(page.read_text().split()))]
+    assert said == [], WRONG[wrong]
+
+
+def test_the_first_editor_run_does_the_agent_steps_ppo_godot_computes(capsys):
+    """Step 4's run: --total-timesteps N with the game's agents makes whole rollouts of agents x --num-steps, the
+    most that fit in N (ppo_godot.py's num_iterations and its note), and the page says that many agent-steps."""
+    step = section(WALKTHROUGH.read_text(), "## 4. ")
+    total = int(re.search(r"python ppo_godot\.py --total-timesteps (\d+)", step).group(1))
+    agents = int(re.search(r"agents in it: (\d+)", step).group(1))
+    said = re.search(r"whole rollouts of (\d+) steps.*?([\d,]+) agent-steps here", " ".join(step.split()))
+    rollout, said = said.groups()
+    args = ppo_godot.parse_args(["--total-timesteps", str(total)])
+    batch = agents * args.num_steps
+    ppo_godot.budget_note(total, batch, "the batch")
+    steps = int(re.search(r"(\d+) steps$", capsys.readouterr().out.strip()).group(1))
+    assert steps == max(1, total // batch) * batch  # the note says what train() runs
+    assert (int(rollout), int(said.replace(",", ""))) == (batch, steps)
+
+
+def test_the_flags_a_game_gets_are_named_as_the_plugins_or_the_engines():
+    """Every flag ppo_godot.py gives a game is one sync.gd reads or one of the engine's own; no page says the
+    plugin reads an engine flag, or the engine a plugin flag, and the walkthrough names each as whose it is."""
+    given = set(re.findall(r'"(--[\w-]+)', inspect.getsource(ppo_godot.connect)))
+    assert given - ENGINE_FLAGS == {f"--{key}" for key in PLUGIN_ARGS}
+    plugin_says = r"\b(?:plugin|plugin's `?sync\.gd`?|`?sync\.gd`?|Sync node)\s+reads\b"
+    mixed = []
+    for page in PAGES:
+        for sentence in sentences(page.read_text()):
+            flags = set(re.findall(r"--[a-z][\w-]*", sentence)) & (given | ENGINE_FLAGS)
+            if re.search(plugin_says, sentence) and flags & ENGINE_FLAGS:
+                mixed.append((page.name, sentence))
+            if re.search(r"engine's own", sentence) and flags - ENGINE_FLAGS:
+                mixed.append((page.name, sentence))
+    assert mixed == []
+    said = sentences(section(WALKTHROUGH.read_text(), "## 5. "))
+    named = lambda claim: {f for s in said if re.search(claim, s) for f in re.findall(r"--[a-z][\w-]*", s)}
+    assert named(plugin_says) == given - ENGINE_FLAGS
+    assert named(r"engine's own") == given & ENGINE_FLAGS - {"--no-window"}  # --no-window: Godot 3's
+
+
+def test_both_ends_of_the_connection_are_127_0_0_1():
+    """The trainers listen on 127.0.0.1 and sync.gd connects there (line 449, in CITED): step 4, where a game maker
+    first connects, says so, and that a firewall's prompt may be denied."""
+    for script in sorted(REPO.glob("ppo_godot*.py")):
+        assert 'listener.bind(("127.0.0.1", port or 0))' in script.read_text(), script.name
+    step = " ".join(section(WALKTHROUGH.read_text(), "## 4. ").split())
+    assert re.search(r"ppo_godot\.py listens on 127\.0\.0\.1.*Sync node connects to 127\.0\.0\.1", step)
+    assert re.search(r"firewall[^.]*deny", step)
+
+
+def test_the_shipping_routes_say_what_the_sync_node_does():
+    """The ONNX route keeps the Sync node: its step sets Speed Up back to 1, and names the seed(1) and the second's
+    pause that stay. The GDScript route has none: it says the physics rate is then the project's own."""
+    onnx_step = " ".join(section(WALKTHROUGH.read_text(), "### 8b. ").split())
+    onnx_page = " ".join(section(SHIPPING.read_text(), "## The ONNX route").split())
+    for text in (onnx_step, onnx_page):
+        assert re.search(r"Speed Up (?:back )?to 1", text) and "`seed(1)`" in text and "first second" in text
+    rate = " ".join(section(SHIPPING.read_text(), "### The physics rate").split())
+    assert "60 x `speed_up` physics ticks a second" in rate and "`physics/common/physics_ticks_per_second`" in rate
+    assert "project's own rate" in " ".join(section(WALKTHROUGH.read_text(), "### 8a. ").split())
+    assert re.search(r"^common/physics_ticks_per_second=60$", (REPO / "godot/starter/project.godot").read_text(), re.M)
 
 
 @pytest.fixture
