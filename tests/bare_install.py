@@ -22,14 +22,15 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-VENV = REPO / ".cache" / "bare-venv"
+# outside the clone, made once per requirements.txt: CI runs on a fresh clone each time, and the venv takes a minute
+VENV = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ppo-scripts-bare-venv"
 PYTHON_PARTS = {"ray", "wandb"}  # what requirements.txt lacks; the rest are the engines
 ENGINES = ["godot3-server", "godot3-runner", "Xvfb", "chromium"]
 TEMPLATE = REPO / ".cache" / "godot4-web"
 
 
 def bare_venv():
-    """.cache/bare-venv with requirements.txt alone, made anew when requirements.txt changes."""
+    """VENV with requirements.txt alone, made anew when requirements.txt changes."""
     wanted = hashlib.sha256((REPO / "requirements.txt").read_bytes()).hexdigest()
     stamp = VENV / "requirements.sha256"
     if not stamp.exists() or stamp.read_text() != wanted:

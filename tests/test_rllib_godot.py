@@ -99,16 +99,20 @@ def assert_stopped_and_saved(proc, stdout, stderr, code, cwd):
 
 
 @pytest.mark.parametrize("kind, given_port", [("discrete", True), ("continuous", False)],
-                         ids=["discrete-given-port", "continuous-free-ports"])
-def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rllib_script, kind, given_port, port,
+                         ids=["discrete-given-port-killed", "continuous-free-ports-ctrl-c"])
+def test_two_env_runners_learn_then_a_stop_saves_the_model_and_leaves_nothing(rllib_script, kind, given_port, port,
                                                                               tmp_path):
-    """Two env runners, each launching a game of its own, train until the return has risen; then
-    Ctrl-C (to the whole process group, as a terminal sends it) ends the run: exit 130, the model and
-    the log saved, no game and no Ray process left. With --port (discrete) env runner i's game is on
-    port + i; without (continuous) each game is on a free port the system picked. (One Ray cluster for
-    all these checks: starting and stopping one takes half a minute here.)"""
+    """Two env runners, each launching a game of its own, train until the return has risen; then the run is
+    stopped: the model and the log saved, no game and no Ray process left. The discrete run has --port (env
+    runner i's game on port + i), a checkpoint after each update (--checkpoint-minutes 0) and an ONNX export,
+    and ends by a kill (SIGTERM to the driver: exit 143); the continuous one has no --port (each game on a free
+    port the system picked) and ends by Ctrl-C (to the whole process group, as a terminal sends it: exit 130).
+    (Starting and stopping a Ray cluster takes half a minute here: these runs check all they can.)"""
     ray_before = pids(RAY_PROCESSES)
-    proc = start_training(kind, port if given_port else None, tmp_path)
+    killed = kind == "discrete"
+    proc = start_training(kind, port if given_port else None, tmp_path, *(
+        ["--checkpoint-minutes", "0", "--onnx-export-path", str(tmp_path / "chase.onnx")] if killed else []))
+    checkpoints = []
     games_seen, done = {}, threading.Event()
 
     def watch_games():  # {pid: (port, parent, whether the parent is a Ray worker)} of the run's games
@@ -127,11 +131,12 @@ def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rl
         # measured on seeds 1-3 of each kind: at step 14,336 an update's mean return of 8.3-9.3, and the last 50
         # episodes 5.6-7.6 above the first 50
         for line in proc.stdout:
+            checkpoints += [line] if line.startswith("checkpoint at global_step=") else []
             progress = re.match(r"global_step=(\d+), episodic_return=(\S+),", line)
             if progress and (int(progress[1]) >= 14_000 and float(progress[2]) >= 8 or int(progress[1]) >= 40_000):
                 break
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
+            proc.send_signal(signal.SIGTERM) if killed else os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         done.set()
@@ -153,7 +158,15 @@ def test_two_env_runners_learn_then_ctrl_c_saves_the_model_and_leaves_nothing(rl
     first, last = np.mean(returns[:50]), np.mean(returns[-50:])
     assert last > first + 4, (first, last)
     # the stop: the model saved, the log written and closed, nothing left
-    assert_stopped_and_saved(proc, stdout, stderr, 130, tmp_path)
+    assert_stopped_and_saved(proc, stdout, stderr, 143 if killed else 130, tmp_path)
+    if killed:  # a checkpoint after each update of 2 x 1,024 steps, one folder; the kill's model exported too
+        checkpoints += [line for line in stdout.splitlines(keepends=True) if line.startswith("checkpoint at")]
+        assert len(checkpoints) >= 6 and checkpoints == [
+            f"checkpoint at global_step={2048 * i} saved to {run_dirs(tmp_path)[0]}/checkpoint\n"
+            for i in range(1, len(checkpoints) + 1)], checkpoints
+        assert [p.name for p in run_dirs(tmp_path)[0].iterdir() if "checkpoint" in p.name] == ["checkpoint"]
+        assert_plugin_plays_like_rllib(run_dirs(tmp_path)[0] / "checkpoint" / "policies" / "default_policy",
+                                       tmp_path / "chase.onnx", 4, {"move": {"action_type": "discrete", "size": 5}})
     assert not set(wait_until_gone(game_pattern(p for p, _, _ in games_seen.values()))) & set(games_seen)
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
 
@@ -347,28 +360,4 @@ def test_a_kill_while_the_driver_waits_inside_ray_exits_143(rllib_script, tmp_pa
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == 143
-    assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
-
-
-def test_a_kill_saves_the_model_and_leaves_nothing(rllib_script, port, tmp_path):
-    """A kill (SIGTERM to the driver) after the second update and its periodic checkpoint (with
-    --checkpoint-minutes 0, one after each update): exit 143, the model and the log saved."""
-    ray_before = pids(RAY_PROCESSES)
-    proc = start_training("discrete", port, tmp_path, "--checkpoint-minutes", "0",
-                          "--onnx-export-path", str(tmp_path / "chase.onnx"))
-    checkpoints = []
-    for line in proc.stdout:
-        checkpoints += [line] if line.startswith("checkpoint at global_step=") else []
-        if line.startswith("checkpoint at global_step=4096"):
-            break
-    assert checkpoints == [f"checkpoint at global_step={step} saved to {run_dirs(tmp_path)[0]}/checkpoint\n"
-                           for step in (2048, 4096)]
-    proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert_stopped_and_saved(proc, stdout, stderr, 143, tmp_path)
-    assert [p.name for p in run_dirs(tmp_path)[0].iterdir() if "checkpoint" in p.name] == ["checkpoint"]
-    # the model the kill saved is exported too, the plugin playing it as RLlib does
-    assert_plugin_plays_like_rllib(run_dirs(tmp_path)[0] / "checkpoint" / "policies" / "default_policy",
-                                   tmp_path / "chase.onnx", 4, {"move": {"action_type": "discrete", "size": 5}})
-    assert not wait_until_gone(game_pattern([port + 1, port + 2]))
     assert not set(wait_until_gone(RAY_PROCESSES)) - set(ray_before)
