@@ -2,7 +2,8 @@
 tests/godot4_web.py) with the Godot RL Agents plugin stood in (tests/godot4_plugin.py): its files as the repository
 holds them, the addon beside them at the plugin's paths, and a driver scene (DRIVER below) that instances the
 starter's scenes and writes down what happened. One run holds every case (a second one, under another --env_seed,
-the shipping scene before the first export, when there is no policy file yet, and a training case). With
+the shipping scene before the first export, when there is no policy file yet, and a training case; a third, the
+shipping scene on the project set to another physics rate, at that rate). With
 GODOT_RL_PLUGIN set to a real checkout's addons/godot_rl_agents, the same runs take the plugin's own controller
 (sync.gd stays the stand-in: the web build has no TCP)."""
 import copy
@@ -61,9 +62,10 @@ class Recorder:
 
 
 func _ready():
-	Engine.physics_ticks_per_second = SPEEDUP * 60  # as the Sync node does with --speedup (the same numbers)
-	Engine.time_scale = SPEEDUP
-	Engine.max_physics_steps_per_frame = SPEEDUP  # the engine's 8 a frame would hold it to 480 ticks a second
+	if SPEEDUP > 1:  # 1: the project's own rate and time scale, as a shipped game runs
+		Engine.physics_ticks_per_second = SPEEDUP * 60  # as the Sync node does with --speedup (the same numbers)
+		Engine.time_scale = SPEEDUP
+		Engine.max_physics_steps_per_frame = SPEEDUP  # the engine's 8 a frame would hold it to 480 ticks a second
 	for case in JSON.parse_string(FileAccess.get_file_as_string("res://starter_cases.json")):
 		print(JSON.stringify(await play(case), "", false, true))
 	print("DONE")
@@ -87,6 +89,7 @@ func play(case):
 			recorders[-1] = Recorder.new(player.ai_controller.policy)
 			player.ai_controller.policy = recorders[-1]
 	var logs = []
+	var deltas = []  # each tick's game time, in seconds
 	for player in players:
 		logs.append({"ends": [], "moves": [], "positions": [], "goals": [], "first_tick": -1,
 				"ready": [[player.position.x, player.position.y], [player.goal.position.x, player.goal.position.y]],
@@ -96,6 +99,7 @@ func play(case):
 				"action_space": player.ai_controller.get_action_space()})
 	for tick in range(case["ticks"]):
 		await get_tree().physics_frame  # the start of a tick: nothing of the level has run yet
+		deltas.append(get_physics_process_delta_time())
 		for i in range(len(players)):
 			var controller = players[i].ai_controller
 			if logs[i]["first_tick"] == -1:
@@ -111,7 +115,7 @@ func play(case):
 	for i in range(len(players)):
 		if recorders[i]:
 			logs[i]["decisions"] = recorders[i].decisions
-	var out = {"name": case["name"], "players": logs}
+	var out = {"name": case["name"], "players": logs, "deltas": deltas}
 	if sync:
 		out["messages"] = sync.messages
 		out["training_agents"] = []
@@ -133,7 +137,7 @@ func scripted(controller, policy, tick):
 	if abs(to_goal[0]) >= abs(to_goal[1]):
 		return 4 if to_goal[0] > 0 else 3
 	return 2 if to_goal[1] > 0 else 1
-""".replace("SPEEDUP", str(SPEEDUP)).replace("EDGE_TICKS", str(EDGE_TICKS))
+""".replace("EDGE_TICKS", str(EDGE_TICKS))  # SPEEDUP: run()'s
 DRIVER_SCENE = """[gd_scene load_steps=2 format=3]
 
 [ext_resource type="Script" path="res://starter_test.gd" id="1"]
@@ -168,17 +172,23 @@ def starter_files():
     return files
 
 
-def run(cases, env_seed, plugin=None, policy_text=None):
-    """The cases in one Godot 4.6 run, the game started with --env_seed as ppo_godot.py starts it: {case name: what
-    the driver wrote}, and the engine's errors."""
+def run(cases, env_seed, plugin=None, policy_text=None, speedup=SPEEDUP, physics_rate=None):
+    """The cases in one Godot 4.6 run, the game started with --env_seed and --speedup as ppo_godot.py starts it (the
+    driver sets the speed up too; at 1 it leaves the engine at the project's rate), the project's physics rate set
+    to physics_rate if given: {case name: what the driver wrote}, and the engine's errors."""
     godot4_web.needs_godot4()
     files = {**starter_files(), **godot4_plugin.addon_files(plugin)}
+    if physics_rate is not None:
+        files["project.godot"] = re.sub(r"^common/physics_ticks_per_second=\d+$",
+                                        f"common/physics_ticks_per_second={physics_rate}", files["project.godot"],
+                                        flags=re.M)
+        assert f"physics_ticks_per_second={physics_rate}" in files["project.godot"]
     files[".godot/global_script_class_cache.cfg"] = godot4_plugin.class_cache(files)
-    files.update({"starter_test.gd": DRIVER, "starter_test.tscn": DRIVER_SCENE, "override.cfg": OVERRIDE,
-                  "starter_cases.json": json.dumps(cases)})
+    files.update({"starter_test.gd": DRIVER.replace("SPEEDUP", str(speedup)), "starter_test.tscn": DRIVER_SCENE,
+                  "override.cfg": OVERRIDE, "starter_cases.json": json.dumps(cases)})
     if policy_text is not None:
         files["npc_policy.gd"] = policy_text
-    out = godot4_web.play(files, args=["--headless", f"--speedup={SPEEDUP}", f"--env_seed={env_seed}"], timeout=300)
+    out = godot4_web.play(files, args=["--headless", f"--speedup={speedup}", f"--env_seed={env_seed}"], timeout=300)
     printed = [json.loads(line) for line in out["print"] if line.startswith("{")]
     assert out["done"] and [case["name"] for case in printed] == [case["name"] for case in cases], out
     return {case["name"]: case for case in printed}, out["error"]
@@ -201,7 +211,22 @@ def runs(request, tmp_path_factory):
     with_policy = run(CASES, ENV_SEEDS[0], request.param, path.read_text())
     before_export = run(BEFORE_EXPORT, ENV_SEEDS[1], request.param)
     return {"cases": with_policy[0], "errors": with_policy[1], "before export": before_export[0],
-            "errors before export": before_export[1], "agent": agent}
+            "errors before export": before_export[1], "agent": agent, "plugin": request.param,
+            "policy": path.read_text()}
+
+
+OTHER_RATE = 120  # the project's physics ticks a second in the rate test; training's are 60 a game second
+RATE_MESSAGE = (f"WARNING: ShippedController: physics ticks per second set from {OTHER_RATE} to 60, as the policy "
+                "trained (60 a game second; physics/common/physics_ticks_per_second)")
+
+
+@pytest.fixture(scope="module")
+def at_another_rate(runs):
+    """ship.tscn with the same policy and seed as the ship case, on the starter set to OTHER_RATE physics ticks a
+    second, at the project's own rate and time scale 1, as a shipped game runs: what the driver wrote, the errors."""
+    ship = next(case for case in CASES if case["name"] == "ship")
+    played, errors = run([ship], ENV_SEEDS[0], runs["plugin"], runs["policy"], speedup=1, physics_rate=OTHER_RATE)
+    return played["ship"], errors
 
 
 def steps(case):
@@ -446,6 +471,30 @@ def test_a_shipped_controller_in_a_training_scene_does_not_fight_the_sync_node(r
     decisions = shipped["decisions"]
     plays_its_decisions(shipped, TICKS)
     assert [d["action"] for d in decisions] == greedy(runs["agent"], [d["obs"]["obs"] for d in decisions])
+
+
+def test_the_shipped_controller_decides_at_the_training_rate_on_a_project_at_another_rate(runs, at_another_rate):
+    """On a project at 120 physics ticks a second, the shipped controller sets the engine to training's 60 ticks a
+    game second and says so in one line; each tick is then 1/60 s of game time, a decision comes every 8/60 s, and
+    the game plays as ship.tscn at 60 with the same seed and policy: the same decisions, tick by tick the same
+    moves and positions."""
+    case, errors = at_another_rate
+    assert [line for line in errors if not line.strip().startswith("at: ")] == [RATE_MESSAGE]
+    player, at_60 = case["players"][0], runs["cases"]["ship"]["players"][0]
+    assert case["deltas"] == pytest.approx([1 / 60] * 200, rel=1e-9)
+    game_time = [sum(case["deltas"][:k]) for k in range(len(case["deltas"]) + 1)]  # at the start of each tick
+    times = [game_time[d["tick"] - player["first_tick"]] for d in player["decisions"]]
+    assert len(times) >= 200 // ACTION_REPEAT - 1
+    assert [b - a for a, b in zip(times, times[1:])] == pytest.approx([ACTION_REPEAT / 60] * (len(times) - 1))
+    assert [d["action"] for d in player["decisions"]] == [d["action"] for d in at_60["decisions"]]
+    assert flat(d["obs"]["obs"] for d in player["decisions"]) == pytest.approx(
+        flat(d["obs"]["obs"] for d in at_60["decisions"]), abs=1e-5)
+    assert player["moves"] == at_60["moves"] and len({tuple(m) for m in player["moves"]}) > 2
+    assert flat(player["positions"]) == pytest.approx(flat(at_60["positions"]), abs=1e-3)
+
+
+def flat(rows):
+    return [x for row in rows for x in row]
 
 
 def scene_nodes(file):
