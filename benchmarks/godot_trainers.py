@@ -1,7 +1,7 @@
 """The trainers a Godot user would pick instead of ppo_godot.py, side by side on the demo game (issue 61).
 
     python benchmarks/godot_trainers.py --setup    # Sample Factory's own venv, once (.cache/venv-sample-factory)
-    python benchmarks/godot_trainers.py            # every trainer on both games, seeds 1-3
+    python benchmarks/godot_trainers.py            # every trainer on the three games, seeds 1-3
     python benchmarks/godot_trainers.py --tiny     # 4,096 agent-steps a run, seed 1, no Sample Factory
 
 The whole benchmark is 48 runs (8 rows x 2 games x 3 seeds). My estimate on 2 free cores, before the first timed
@@ -13,7 +13,7 @@ its first 10 seconds, slow Chase's 2 games alone about 620. Each finished run is
 so the benchmark can be split, e.g. over two sessions, and the tables written from all the runs:
     python benchmarks/godot_trainers.py --games fast --resume
     python benchmarks/godot_trainers.py --games slow --resume
-    python benchmarks/godot_trainers.py --resume    # runs nothing new; writes both games' tables and the figure
+    python benchmarks/godot_trainers.py --resume    # runs nothing new; writes the games' tables and the figure
 
 The rows. Each run starts its own 2 game processes of 16 agents (32 agents) from the same game binary; each
 trainer seeds them its own way from --seed:
@@ -50,10 +50,13 @@ would. What breaks in godot-rl's wrappers, and how it is fixed for these runs: b
 
 The games: fast Chase (godot/chase/chase_discrete.x86_64; well under 1 ms a step of its 16 agents) and slow Chase,
 the same game with --tick_cost_ms=50: every physics tick, so every step, spends at least 50 ms busy
-(tests/test_godot_trainers.py: nothing it sends changes). Budgets: 300,000 agent-steps on fast Chase, 100,000 on
-slow Chase (150,000 when the margins were written; cut after fast Chase's first seed, where every row reached the
-threshold within 86,000 agent-steps on that seed, to shorten slow Chase: its runs then took 90 minutes in all); a
-run still going after --max-minutes (15) is stopped (Ctrl-C) and marked so.
+(tests/test_godot_trainers.py: nothing it sends changes). Medium Chase (issue 67), between them where a real game's
+pace lies: --tick_cost_ms=6, the 2 games alone about 5,000 agent-steps/s on 2 free cores (32 agents / (6 ms + a
+step's own half millisecond); 2,900-3,000 measured while two other processes ran), 150,000 agent-steps a run, added
+after the full benchmark below was run: its tables have fast and slow Chase alone. Budgets: 300,000 agent-steps
+on fast Chase, 100,000 on slow Chase (150,000 when the margins were written; cut after fast Chase's first seed,
+where every row reached the threshold within 86,000 agent-steps on that seed, to shorten slow Chase: its runs then
+took 90 minutes in all); a run still going after --max-minutes (15) is stopped (Ctrl-C) and marked so.
 
 Measured per trainer, game and seed:
   - agent-steps per second over the whole run: the agent-steps the games played / the seconds from starting the
@@ -108,6 +111,7 @@ from common import REPO, read_run, running_mean, save_figure
 GAMES, AGENTS = 2, 16  # game processes a run, agents a game
 FAST = REPO / "godot" / "chase" / "chase_discrete.x86_64"
 TICK_COST_MS = 50  # slow Chase: --tick_cost_ms
+MEDIUM_TICK_COST_MS = 6  # medium Chase: the 2 games alone about 5,000 agent-steps/s (32 agents / (6 ms + a step's own))
 SHARE = 0.9  # the threshold: this share of the scripted return
 WINDOW = 100  # episodes in the running mean
 SF_VENV = REPO / ".cache" / "venv-sample-factory"
@@ -155,10 +159,10 @@ def missing_parts(rows):
 # ------------------------------------------------------------------------------------------------
 # The games
 # ------------------------------------------------------------------------------------------------
-def slow_game(folder, tick_cost_ms):
-    """A launcher for slow Chase, named .x86_64 as godot-rl requires: the demo game with --tick_cost_ms."""
-    path = Path(folder) / "chase_slow.x86_64"
-    path.write_text(f"#!/bin/sh\n# slow Chase: every physics tick spends {tick_cost_ms} ms busy\n"
+def slow_game(folder, tick_cost_ms, pace="slow"):
+    """A launcher for slow (or medium) Chase, named .x86_64 as godot-rl requires: the demo game with --tick_cost_ms."""
+    path = Path(folder) / f"chase_{pace}.x86_64"
+    path.write_text(f"#!/bin/sh\n# {pace} Chase: every physics tick spends {tick_cost_ms} ms busy\n"
                     f"exec {shlex.quote(str(FAST))} \"$@\" --tick_cost_ms={tick_cost_ms}\n")
     path.chmod(0o755)
     return path
@@ -633,7 +637,7 @@ def margin_lines(results, games, mine="ppo_godot.py"):
                 if row not in MINE and other is not None and not late(run) < late(other):
                     first_everywhere = False
                     misses.append(f"{game}, seed {run['seed']}: {ROWS[row][0]} ({ROWS[row][1]})")
-    lines = [f"1. {label} reaches 90% first on both games, on every seed: "
+    lines = [f"1. {label} reaches 90% first on every game, on every seed: "
              + ("met." if first_everywhere else "missed (" + "; ".join(misses) + ").")]
     fast = results.get("fast Chase")
     if fast:
@@ -657,9 +661,11 @@ def write_outputs(name, out, results, info, argv):
              f"{GAMES} game processes x {AGENTS} agents a run; seeds {info['seeds']})", "",
              f"Scripted near-optimal return (straight for the target, {info['scripted_episodes']}): "
              f"{info['scripted']:.2f}; the threshold, {SHARE:.0%} of it: {info['threshold']:.2f}.",
-             f"The games alone (the scripted client, no learning): fast Chase {info['limit']['fast Chase']:,.0f} "
-             f"agent-steps/s, slow Chase (--tick_cost_ms={info['tick_cost_ms']}) "
-             f"{info['limit'].get('slow Chase', float('nan')):,.0f}.",
+             "The games alone (the scripted client, no learning): " + ", ".join(
+                 f"{game}{tick} {info['limit'][game]:,.0f} agent-steps/s" for game, tick in (
+                     ("fast Chase", ""),
+                     ("medium Chase", f" (--tick_cost_ms={info.get('medium_tick_cost_ms', MEDIUM_TICK_COST_MS)})"),
+                     ("slow Chase", f" (--tick_cost_ms={info['tick_cost_ms']})")) if game in info["limit"]) + ".",
              f"Each run capped at {info['max_minutes']:g} minutes. Medians over seeds; agent-steps/s and times "
              f"are from starting the trainer's process (start-up included).", ""]
     for game, runs_by_row in results.items():
@@ -732,11 +738,14 @@ def main(argv=None):
                    help="4,096 agent-steps a run, seed 1, 32 greedy episodes, no Sample Factory")
     p.add_argument("--seeds", type=int, default=3, help="seeds 1..N")
     p.add_argument("--fast-budget", type=int, default=300_000, help="agent-steps a run on fast Chase")
+    p.add_argument("--medium-budget", type=int, default=150_000, help="agent-steps a run on medium Chase")
     p.add_argument("--slow-budget", type=int, default=100_000, help="agent-steps a run on slow Chase")
+    p.add_argument("--medium-tick-cost-ms", type=int, default=MEDIUM_TICK_COST_MS,
+                   help="medium Chase's --tick_cost_ms")
     p.add_argument("--tick-cost-ms", type=int, default=TICK_COST_MS, help="slow Chase's --tick_cost_ms")
     p.add_argument("--trainers", default=None,
                    help=f"rows to run, of {', '.join(ROWS)} (default: all; --tiny: all but Sample Factory's)")
-    p.add_argument("--games", default="fast,slow", help="fast, slow or both")
+    p.add_argument("--games", default="fast,medium,slow", help="fast, medium, slow, or several with commas")
     p.add_argument("--eval-episodes", type=int, default=320, help="greedy episodes of each export")
     p.add_argument("--max-minutes", type=float, default=15, help="a run still going then is stopped (Ctrl-C)")
     p.add_argument("--resume", action="store_true",
@@ -751,33 +760,41 @@ def main(argv=None):
     if args.setup:
         return setup()
     if args.tiny:
-        args.seeds, args.fast_budget, args.slow_budget, args.eval_episodes = 1, 4096, 4096, 32
+        args.seeds, args.fast_budget, args.medium_budget, args.slow_budget, args.eval_episodes = 1, 4096, 4096, 4096, 32
         if args.trainers is None:
             args.trainers = ",".join(row for row in ROWS if row not in SAMPLE_FACTORY)
     rows = [row.strip() for row in (args.trainers or ",".join(ROWS)).split(",") if row.strip()]
     unknown = [row for row in rows if row not in ROWS]
     if unknown:
         p.error(f"unknown trainers {unknown}: pick from {', '.join(ROWS)}")
+    games = {"fast": "fast Chase", "medium": "medium Chase", "slow": "slow Chase"}
+    unknown = [g for g in args.games.split(",") if g.strip() not in games]
+    if unknown:
+        p.error(f"unknown games {unknown}: pick from {', '.join(games)}")
+    chosen = [games[g.strip()] for g in args.games.split(",")]
+    tick_costs = {"medium Chase": args.medium_tick_cost_ms, "slow Chase": args.tick_cost_ms}
     missing = missing_parts(rows)
     if missing:
         sys.exit(f"godot_trainers.py: error: {'; '.join(missing)}")
-    games = {"fast": "fast Chase", "slow": "slow Chase"}
-    chosen = [games[g.strip()] for g in args.games.split(",")]
 
     become_subreaper()
     keep = REPO / ".cache" / "godot_trainers"
     keep.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="games-", dir=keep))
-    paths = {"fast Chase": FAST, "slow Chase": slow_game(work, args.tick_cost_ms)}
+    paths = {"fast Chase": FAST, "medium Chase": slow_game(work, args.medium_tick_cost_ms, "medium"),
+             "slow Chase": slow_game(work, args.tick_cost_ms)}
     scripted, limit_fast = scripted_client(FAST, 3000 if not args.tiny else 300)
     info = dict(scripted=scripted, threshold=SHARE * scripted, limit={"fast Chase": limit_fast},
                 scripted_episodes="the episodes of 3,000 steps of 32 agents" if not args.tiny else "the episodes of 300 steps of 32 agents",
-                tick_cost_ms=args.tick_cost_ms, max_minutes=args.max_minutes, seeds=f"1-{args.seeds}",
-                budgets={"fast Chase": args.fast_budget, "slow Chase": args.slow_budget},
+                tick_cost_ms=args.tick_cost_ms, medium_tick_cost_ms=args.medium_tick_cost_ms,
+                max_minutes=args.max_minutes, seeds=f"1-{args.seeds}",
+                budgets={"fast Chase": args.fast_budget, "medium Chase": args.medium_budget,
+                         "slow Chase": args.slow_budget},
                 godot="godot3-server " + subprocess.run(["godot3-server", "--version"], capture_output=True,
                                                         text=True).stdout.strip())
-    if "slow Chase" in chosen:
-        info["limit"]["slow Chase"] = scripted_client(paths["slow Chase"], 60)[1]
+    for game, steps in (("medium Chase", 300), ("slow Chase", 60)):
+        if game in chosen:
+            info["limit"][game] = scripted_client(paths[game], steps)[1]
     print(f"scripted return {scripted:.2f}, the games alone: {info['limit']}", flush=True)
 
     results = {game: {row: [] for row in rows} for game in chosen}
@@ -786,7 +803,7 @@ def main(argv=None):
         budget = info["budgets"][game]
         for seed in range(1, args.seeds + 1):  # the trainers interleaved, so that drift in the machine hits all
             for row in rows:
-                tick = f"-tick{args.tick_cost_ms}" if game == "slow Chase" else ""
+                tick = f"-tick{tick_costs[game]}" if game in tick_costs else ""
                 record = keep / "runs" / f"{game.split()[0]}{tick}-{row}-seed{seed}-{budget}.json"
                 if args.resume and record.exists():  # a run that finished in an earlier invocation
                     result = json.loads(record.read_text())

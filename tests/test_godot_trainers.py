@@ -330,6 +330,20 @@ TINY_ROWS = ["ppo_godot.py", "sb3", "rllib"]  # one row of each trainer the suit
 # about 5 minutes here
 
 
+def test_medium_and_slow_chase_are_the_demo_game_with_their_own_tick_costs_side_by_side(tmp_path):
+    """Issue 67's medium Chase beside slow Chase: each a launcher of its own in one folder, passing its
+    --tick_cost_ms on to the demo game; a game the benchmark does not know is refused in one line."""
+    medium = godot_trainers.slow_game(tmp_path, godot_trainers.MEDIUM_TICK_COST_MS, "medium")
+    slow = godot_trainers.slow_game(tmp_path, godot_trainers.TICK_COST_MS)
+    assert medium != slow and medium.name.endswith(".x86_64") and os.access(medium, os.X_OK)
+    assert medium.read_text().endswith(f'"$@" --tick_cost_ms={godot_trainers.MEDIUM_TICK_COST_MS}\n')
+    assert slow.read_text().endswith(f'"$@" --tick_cost_ms={godot_trainers.TICK_COST_MS}\n')
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "godot_trainers.py"), "--games", "fast,quick"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.splitlines()[-1].endswith(
+        "error: unknown games ['quick']: pick from fast, medium, slow"), proc.stderr
+
+
 def test_the_slow_game_row_is_ppo_godot_py_with_the_slow_game_flags_and_its_exports(tmp_path):
     plain = godot_trainers.command("ppo_godot.py", "game.x86_64", 1, 4096, tmp_path)
     slow = godot_trainers.command("ppo_godot.py-slow-game", "game.x86_64", 1, 4096, tmp_path)
