@@ -87,7 +87,11 @@ def main(folder):
     python = bare_venv()
     passes = [start("no Ray, no W&B", [], python, [t for t, parts in needs.items() if parts & PYTHON_PARTS])]
     if "--hide-engines" in sys.argv:  # at the same time: the second pass's tests mostly skip at once
-        passes.append(start("no Ray, no W&B and no engines", hiding_engines(), python, list(needs)))
+        try:
+            passes.append(start("no Ray, no W&B and no engines", hiding_engines(), python, list(needs)))
+        except SystemExit:
+            passes[0][-1].kill()
+            raise
     failed = []
     for title, count, output, proc in passes:
         proc.wait()
