@@ -77,6 +77,24 @@ CITED = {
     ("ONNXInference.cs", "105"): ["file.GetBuffer"],
     ("RGBCameraSensor2D.gd", "42"): ["preview_size = displayed_image_scale_factor * resized_image_resolution"],
     ("RGBCameraSensor3D.gd", "53-63"): ["func get_camera_shape", "[4, size.y, size.x]", "[3, size.y, size.x]"],
+    ("RaycastSensor3D.gd", "3"): ["class_name RayCastSensor3D"],
+    ("RaycastSensor3D.gd", "4"): ["@export_flags_3d_physics var collision_mask = 1"],
+    ("RaycastSensor3D.gd", "17"): ["var n_rays_width := 6.0"],
+    ("RaycastSensor3D.gd", "24"): ["var n_rays_height := 6.0"],
+    ("RaycastSensor3D.gd", "31"): ["var ray_length := 10.0"],
+    ("RaycastSensor3D.gd", "52"): ["var collide_with_areas := false"],
+    ("RaycastSensor3D.gd", "59"): ["var collide_with_bodies := true"],
+    ("RaycastSensor3D.gd", "72-75"): ["func _update():", "if Engine.is_editor_hint():", "_spawn_nodes()"],
+    ("RaycastSensor3D.gd", "78-83"): ["func _ready()", "else:", "_spawn_nodes()"],
+    ("RaycastSensor3D.gd", "118"): ["ray.collision_mask = collision_mask"],
+    ("RaycastSensor3D.gd", "148-153"): ["func to_spherical_coords(r, inc, azimuth)",
+                                        "r * cos(deg_to_rad(inc)) * cos(deg_to_rad(azimuth))"],
+    ("RaycastSensor3D.gd", "156-176"): ["func get_observation() -> Array:", "calculate_raycasts()", "for ray in rays:",
+                                        "force_raycast_update()", "if class_sensor:", "boolean_class_mask"],
+    ("RaycastSensor3D.gd", "179-185"): ["func _get_raycast_distance", "if !ray.is_colliding():", "return 0.0",
+                                        "clamp(distance, 0.0, ray_length)", "return (ray_length - distance) / ray_length"],
+    ("RaycastSensor3D.tscn", "5-9"): ['[node name="RaycastSensor3D" type="Node3D"]', "n_rays_width = 4.0",
+                                      "n_rays_height = 2.0", "ray_length = 11.0"],
     ("Godot RL Agents.csproj", "3"): ["<TargetFramework>net6.0</TargetFramework>"],
     ("Godot RL Agents.csproj", "8"): ['"Microsoft.ML.OnnxRuntime" Version="1.15.1"'],
     ("CUSTOM_ENV.md", "95-96"): ["func _ready():", "pass"],
@@ -94,6 +112,8 @@ FUNCTIONS = {
     "_get_done_from_agents": "sync.gd", "_get_speedup": "sync.gd", "_set_action_repeat": "sync.gd",
     "_get_args": "sync.gd", "handle_message": "sync.gd", "_reset_agents": "sync.gd",
     "RunInference": "ONNXInference.cs",
+    "get_observation": "RaycastSensor3D.gd", "to_spherical_coords": "RaycastSensor3D.gd",
+    "_get_raycast_distance": "RaycastSensor3D.gd", "_update": "RaycastSensor3D.gd",
     "_player": "ai_controller_2d.gd",  # a member, not a function: the body init(player) hands the controller
 }
 GODOT_CALLBACKS = {"_ready", "_physics_process", "_process", "_init", "_notification"}  # any node's, not cited
@@ -316,15 +336,67 @@ def test_both_ends_of_the_connection_are_127_0_0_1():
 
 def test_the_shipping_routes_say_what_the_sync_node_does():
     """The ONNX route keeps the Sync node: its step sets Speed Up back to 1, and names the seed(1) and the second's
-    pause that stay. The GDScript route has none: it says the physics rate is then the project's own."""
+    pause that stay. The GDScript route has none: the physics rate would then be the project's own, so its controller
+    (the page's and the starter's) sets training's 60 ticks a game second itself."""
     onnx_step = " ".join(section(WALKTHROUGH.read_text(), "### 8b. ").split())
     onnx_page = " ".join(section(SHIPPING.read_text(), "## The ONNX route").split())
     for text in (onnx_step, onnx_page):
         assert re.search(r"Speed Up (?:back )?to 1", text) and "`seed(1)`" in text and "first second" in text
     rate = " ".join(section(SHIPPING.read_text(), "### The physics rate").split())
     assert "60 x `speed_up` physics ticks a second" in rate and "`physics/common/physics_ticks_per_second`" in rate
-    assert "project's own rate" in " ".join(section(WALKTHROUGH.read_text(), "### 8a. ").split())
+    assert "sets the engine back to 60 ticks a game second" in rate  # what the page's controller and the starter's do
+    for controller in (SHIPPING.read_text(), (REPO / "godot/starter/shipped_controller.gd").read_text()):
+        assert "\tvar rate := roundi(60 * Engine.time_scale)" in controller
+        assert "\t\tEngine.physics_ticks_per_second = rate\n" in controller
+    step = " ".join(section(WALKTHROUGH.read_text(), "### 8a. ").split())
+    assert "project's own rate" in step and "`ShippedController` sets 60 when it is not" in step
     assert re.search(r"^common/physics_ticks_per_second=60$", (REPO / "godot/starter/project.godot").read_text(), re.M)
+
+
+OWN_GAME = REPO / "docs" / "your-own-godot-game.md"
+RAY_SENSOR = "## The plugin's 3D ray sensor"
+# The ray sensor's facts in its one section: words the section must hold (a regex), and the plugin's lines (in
+# CITED) the section cites for them
+RAY_FACTS = {
+    r"root node named `RaycastSensor3D`": [("RaycastSensor3D.tscn", "5-9")],
+    r"class is `RayCastSensor3D`.*Add Child Node, the node is named `RayCastSensor3D`": [("RaycastSensor3D.gd", "3")],
+    r"`\$RaycastSensor3D` is null": [("RaycastSensor3D.tscn", "5-9"), ("RaycastSensor3D.gd", "3")],
+    r"`n_rays_width` x `n_rays_height` values": [("RaycastSensor3D.gd", "156-176")],
+    r"already in \[0, 1\].*1 for a hit at the sensor, falling to 0 at `ray_length`, and 0 when the ray hits "
+    r"nothing.*no scaling": [("RaycastSensor3D.gd", "179-185")],
+    r"around the sensor node's \+Z axis.*forward in Godot is -Z.*180 degrees about Y": [("RaycastSensor3D.gd",
+                                                                                         "148-153")],
+    r"`collision_mask` is layer 1 by default.*set the sensor's mask": [("RaycastSensor3D.gd", "4"),
+                                                                       ("RaycastSensor3D.gd", "118")],
+    r"bodies, not areas": [("RaycastSensor3D.gd", "52"), ("RaycastSensor3D.gd", "59")],
+    r"Set them in the inspector": [("RaycastSensor3D.gd", "78-83"), ("RaycastSensor3D.gd", "72-75")],
+    r"own frame.*`player\.to_local\(.*`player\.global_transform\.basis\.inverse\(\) \*.*\[-1, 1\]": [],
+}
+
+
+def test_the_ray_sensors_facts_are_in_one_section_with_the_plugins_lines(tmp_path):
+    """Direction, values, mask, name and the agent's frame, in your-own-godot-game.md's ray sensor section, each
+    with the plugin lines it rests on; the rays' counts and lengths the section gives are the table's (the scene's
+    4 x 2 of length 11, the script's 6 x 6 of length 10), and so is the value's formula. The pages link the section
+    where a game maker meets the sensor: the walkthrough's step 2 and the snippet that uses it."""
+    text = section(OWN_GAME.read_text(), RAY_SENSOR)
+    flat = " ".join(text.split())
+    page = tmp_path / OWN_GAME.name
+    page.write_text(text)
+    cited = cited_lines([page])
+    for fact, lines in RAY_FACTS.items():
+        assert re.search(fact, flat), fact
+        assert [key for key in lines if key not in cited] == [], fact
+    number = lambda file, lines: re.search(r"[\d.]+$", " ".join(CITED[(file, lines)])).group(0).removesuffix(".0")
+    scene = re.findall(r"= ([\d.]+)", " ".join(CITED[("RaycastSensor3D.tscn", "5-9")]))
+    assert f"{scene[0][0]} x {scene[1][0]} rays of length {scene[2].removesuffix('.0')}" in flat
+    assert (f"{number('RaycastSensor3D.gd', '17')} x {number('RaycastSensor3D.gd', '24')} rays of length "
+            f"{number('RaycastSensor3D.gd', '31')}") in flat
+    formula = re.search(r"`(\(ray_length - distance\) / ray_length)`", flat).group(1)
+    assert f"return {formula}" in CITED[("RaycastSensor3D.gd", "179-185")]
+    link = "(your-own-godot-game.md#the-plugins-3d-ray-sensor)"
+    assert link in section(WALKTHROUGH.read_text(), "## 2. ")
+    assert "(#the-plugins-3d-ray-sensor)" in section(OWN_GAME.read_text(), "## Declaring the observations")
 
 
 @pytest.fixture
@@ -357,6 +429,15 @@ def test_the_table_holds_on_the_real_plugin(plugin):
     real = {f"{godot4_plugin.ADDON}/{path}": (plugin / path).read_text(encoding="utf-8")
             for path in [*SCENES, *(p.removesuffix(".tscn") + ".gd" for p in SCENES), *CLASSES]}
     check_addon(real)
+
+
+def test_the_ray_sensors_scene_casts_along_plus_z(plugin):
+    """The scene's rays, as saved, point along the sensor's +Z (z above |x| and |y|), as to_spherical_coords makes
+    them; the page says to turn the sensor 180 degrees about Y (test_the_ray_sensors_facts_are_in_one_section_...).
+    At bf5d6a2 the scene holds 6 saved rays, not its 4 x 2: _ready() replaces them with rays of its settings."""
+    scene = (plugin / FILES["RaycastSensor3D.tscn"]).read_text(encoding="utf-8")
+    targets = [[float(v) for v in m.split(",")] for m in re.findall(r"target_position = Vector3\(([^)]*)\)", scene)]
+    assert targets and all(z > max(abs(x), abs(y)) for x, y, z in targets), targets
 
 
 @pytest.mark.parametrize("script", ["ppo_godot.py", "ppo_godot_bc.py", "ppo_godot_camera.py", "ppo_godot_lstm.py",
