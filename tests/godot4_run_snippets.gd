@@ -2,7 +2,8 @@ extends Node
 # Runs the docs' Godot 4 GDScript snippets on Godot 4.6 (tests/test_gdscript_snippets.py packs it as main.gd,
 # beside the plugin's addon from tests/godot4_plugin.py: its stand-ins, or the real plugin's controllers and
 # sensors). res://cases.json: a list of {"script": the res:// path of the controller (a snippet, or a host file
-# around it), "body": null or [the class of the node the controller sits under, its velocity], "sensors": the
+# around it), "body": null or [the class of the node the controller sits under, its velocity, and
+# optionally its turn about Y in degrees], "sensors": the
 # res:// paths of the plugin's sensor scenes, each instanced as a child of the controller (it takes the scene's
 # root name, as when a user adds the scene), "target": null or the position of a Node3D the controller's
 # exported `target` is set to (the inspector's work), "check": what to do with it}. For each case one printed
@@ -33,6 +34,8 @@ func _ready():
 			top = ClassDB.instantiate(case["body"][0])
 			var v = case["body"][1]
 			top.velocity = Vector3(v[0], v[1], v[2])
+			if len(case["body"]) > 2:  # turned about Y, in degrees
+				top.rotation_degrees.y = case["body"][2]
 			top.add_child(controller)
 		var target = null
 		if case["target"]:

@@ -62,7 +62,7 @@ HOSTS = {
         "host": "extends AIController2D\n\n\nSNIPPET_TEXT", "children": [CAMERA_2D], "check": "observes"},
     ("your-own-godot-game.md", "# Several keys: a vector, a 3D camera, and a secon"): {
         "host": "extends AIController3D\n\n\nSNIPPET_TEXT", "children": [CAMERA_3D, RAYS_3D],
-        "body": ["CharacterBody3D", [0.5, 0.0, -1.0]], "target": [2.0, 0.0, 3.0], "check": "observes"},
+        "body": ["CharacterBody3D", [0.5, 0.0, -1.0], 90], "target": [2.0, 0.0, 3.0], "check": "observes"},
     ("your-own-godot-game.md", "# Ends episodes for the trainer, time-outs include"): {
         "host": "extends AIController3D\n" + GAME_THAT_ENDS + "SNIPPET_TEXT", "children": [], "check": "ends episodes",
         "plugin_only": "extends AIController3D\n" + GAME_THAT_ENDS},
@@ -206,8 +206,10 @@ def test_each_observation_key_holds_as_many_values_as_its_space_declares(first_l
         assert count == np.prod(answer["space"][name]["size"]), name
         if isinstance(value, str):
             assert value == IMAGE.hex() and answer["space"][name]["size"] == [3, 36, 36]
-    if "obs" in answer["obs"]:  # the body's velocity (0.5, 0, -1) over 5, the target 2 and 3 away over 20
-        assert answer["obs"]["obs"] == [0.5 / 5, -1.0 / 5, 2.0 / 20, 3.0 / 20]
+    if "obs" in answer["obs"]:
+        # in the body's own frame: turned 90 degrees about Y, its x is the world's -z and its z the world's x, so
+        # the velocity (0.5, 0, -1) is (1, 0, 0.5) to it and the target at (2, 0, 3) is (-3, 0, 2); over 5 and 20
+        np.testing.assert_allclose(answer["obs"]["obs"], [1.0 / 5, 0.5 / 5, -3.0 / 20, 2.0 / 20], atol=1e-6)
         assert answer["obs"]["rays"] == [0.0] * 8  # the plugin's RaycastSensor3D.tscn: 4 x 2 rays
         assert answer["sensors"] == ["RGBCameraSensor3D", "RaycastSensor3D"]  # the scenes' root names
 
