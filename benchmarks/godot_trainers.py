@@ -85,6 +85,24 @@ against the rows that are not ppo_godot.py's:
      its minutes to 90% are fewer than every other row's (a row that never reaches it counts as infinitely late);
   2. on fast Chase, at least 2x sooner than the best other trainer: the median over seeds of the best other row's
      minutes to 90% is at least twice ppo_godot.py's median.
+
+Margins of issue 67 (ppo_godot.py's default update follows the game's pace), written 2026-12-07 before any of its
+timed runs; they judge ppo_godot.py's plain row, at its defaults, with the rule (or the one fixed setting the sweep
+finds) in place, on fast, medium and slow Chase at >= 3 seeds, all in one invocation:
+  1. first to 90% on every seed of every game, against every other trainer's best row (SB3 at its example's settings
+     and at ppo_godot.py's, Sample Factory, RLlib);
+  2. fast Chase: its median seconds to 90% within 10% of 4.2 s, the median before the rule (the rule must cost a
+     fast game nothing);
+  3. slow Chase: its median seconds to 90% at most 0.8 x the best other trainer's median (35.9 s, SB3's example,
+     in the table before the rule);
+  4. the starter's level (benchmarks/starter_learns.py) and two of godot-rl's official examples: at least as good as
+     the defaults before the rule, in seconds to 90% of the best return either reached.
+The sweep behind the rule runs on fast, medium and slow Chase alone; BallChase stays out of it and of this
+benchmark, the check from outside. Prediction, before the sweep: the fast game keeps 4 epochs of 4 minibatches of
+a 64-step rollout (its update costs about a third of the run), and the slow game takes about 10 times the gradient
+steps per agent-step (as SLOW_GAME_FLAGS do, 80 per 512 against 16 per 2,048); medium Chase falls between, nearer
+the slow setting, since its games alone (about 5,000 agent-steps/s) are slower than ppo_godot.py's update (about
+15,000 on fast Chase).
 """
 import argparse
 import contextlib
