@@ -1446,6 +1446,9 @@ class Ratings:
         self.outcome, _, self.winner = args.self_play_outcome.partition("=")
         # each policy's learning weights, and a frozen policy's, as a player: {"rating"}; a snapshot is one too
         self.players = {name: {"rating": self.INITIAL_RATING} for name in self_play.policies}
+        # since the last log: {(learner, "newest" or "older"): [score, games]}, by whether every opponent with a pool
+        # plays its newest snapshot: a learner that wins only against old ones is not keeping up
+        self.scores = {}
 
     def rate(self, agent, episodic_return, terminated):
         """An episode of `agent` ended: if it is the learner's, it and the snapshots in play trade rating."""
@@ -1465,6 +1468,9 @@ class Ratings:
         else:  # a terminated episode is the winner's; a time-out the others'
             score = 1.0 if bool(terminated) == (name == self.winner) else 0.0
         opponents = [self_play.in_play.get(other, self.players[other]) for other in self_play.policies if other != name]
+        newest = all(self_play.in_play.get(other) is pool[-1] for other, pool in self_play.pools.items() if other != name)
+        tally = self.scores.setdefault((name, "newest" if newest else "older"), [0.0, 0])
+        tally[0], tally[1] = tally[0] + score, tally[1] + 1
         opponent_rating = np.mean([opponent["rating"] for opponent in opponents])
         expected = 1.0 / (1.0 + 10 ** ((opponent_rating - self.players[name]["rating"]) / 400))
         change = self.K * (score - expected)
@@ -1476,6 +1482,9 @@ class Ratings:
         for name, player in self.players.items():
             writer.add_scalar(f"self_play/elo/{name}", player["rating"], global_step)
             writer.add_scalar(f"self_play/learning/{name}", float(name == self.self_play.learner), global_step)
+        for (name, opponents), (score, games) in sorted(self.scores.items()):  # the mean score: 1 a win, 0 a loss
+            writer.add_scalar(f"self_play/score/{name}/vs_{opponents}", score / games, global_step)
+        self.scores.clear()
 
     def progress_note(self):
         ratings = " ".join(f"{name}={player['rating']:.0f}" for name, player in self.players.items())

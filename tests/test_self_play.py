@@ -216,6 +216,24 @@ def test_the_progress_line_and_the_logs_give_each_policy_s_own_rating_not_its_sn
     assert writer.scalars["self_play/elo/right"] == [(32, 1200.0)]
 
 
+def test_the_learner_s_score_is_logged_against_the_newest_snapshots_and_the_older_ones():
+    sp, _ = self_play()
+    assert sp.in_play["right"] is sp.pools["right"][-1]  # right's pool: its first weights alone
+    sp.ratings.rate(0, 1.0, True)  # left wins twice against the newest, then loses once against an older one
+    sp.ratings.rate(1, 1.0, True)
+    sp.pools["right"].append(sp.snapshot("right", sp.agents["right"].state_dict(), "global_step=32"))
+    sp.ratings.rate(0, -1.0, False)
+    sp.ratings.rate(2, 1.0, True)  # right's agents play a snapshot: no score of left's
+    writer = Writer()
+    sp.ratings.log(writer, 64)
+    assert writer.scalars["self_play/score/left/vs_newest"] == [(64, 1.0)]
+    assert writer.scalars["self_play/score/left/vs_older"] == [(64, 0.0)]
+    assert not [tag for tag in writer.scalars if tag.startswith("self_play/score/right")]
+    writer = Writer()
+    sp.ratings.log(writer, 96)  # each update's own: nothing was played since
+    assert not [tag for tag in writer.scalars if tag.startswith("self_play/score/")]
+
+
 def test_a_frozen_policy_is_an_opponent_with_a_rating_of_its_own():
     sp, _ = self_play(frozen={"fixed": None})
     assert sp.names == ["left", "right"] and "fixed" not in sp.pools
@@ -430,15 +448,19 @@ def test_a_self_play_run_saved_by_ppo_godot_multi_policy_resumes_here_as_if_neve
                str(10 * 4 * LENGTH), cwd=tmp_path / "moved")
     reference, resumed = read_scalars(run_dirs(tmp_path / "reference")[0]), read_scalars(run_dir)
     assert reference.keys() == resumed.keys() and len(reference["self_play/elo/left"]) == 10
+    saved_until = 5 * 4 * LENGTH  # the saved run's last step
     for tag in reference:
         if tag == "charts/SPS":
             continue
-        assert [step for step, _ in resumed[tag]] == [step for step, _ in reference[tag]], tag
+        expected = reference[tag]
+        if tag.startswith("self_play/score/"):  # logged since b323d26: from the resume on
+            expected = [(step, value) for step, value in expected if step > saved_until]
+        assert [step for step, _ in resumed[tag]] == [step for step, _ in expected], tag
         values = [value for _, value in resumed[tag]]
         if tag.startswith(EXACT_ON_ANY_CPU):
-            assert values == [value for _, value in reference[tag]], tag
+            assert values == [value for _, value in expected], tag
         else:
-            assert values == pytest.approx([value for _, value in reference[tag]], rel=1e-5, abs=1e-6), tag
+            assert values == pytest.approx([value for _, value in expected], rel=1e-5, abs=1e-6), tag
     # the sibling now refuses to resume it, and this file a run saved without self-play
     proc = run_script("ppo_godot_multi_policy.py", "--resume", str(checkpoint), "--total-timesteps", "100000",
                       cwd=tmp_path, check=False)
