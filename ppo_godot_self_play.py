@@ -1468,7 +1468,8 @@ class Ratings:
         else:  # a terminated episode is the winner's; a time-out the others'
             score = 1.0 if bool(terminated) == (name == self.winner) else 0.0
         opponents = [self_play.in_play.get(other, self.players[other]) for other in self_play.policies if other != name]
-        newest = all(self_play.in_play.get(other) is pool[-1] for other, pool in self_play.pools.items() if other != name)
+        newest = all(self_play.in_play.get(other) is pool[-1]
+                     for other, pool in self_play.pools.items() if other != name)
         tally = self.scores.setdefault((name, "newest" if newest else "older"), [0.0, 0])
         tally[0], tally[1] = tally[0] + score, tally[1] + 1
         opponent_rating = np.mean([opponent["rating"] for opponent in opponents])

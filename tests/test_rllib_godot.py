@@ -135,8 +135,10 @@ def test_two_env_runners_learn_then_a_stop_saves_the_model_and_leaves_nothing(rl
             progress = re.match(r"global_step=(\d+), episodic_return=(\S+),", line)
             if progress and (int(progress[1]) >= 14_000 and float(progress[2]) >= 8 or int(progress[1]) >= 40_000):
                 break
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM) if killed else os.killpg(proc.pid, signal.SIGINT)
+        if proc.poll() is None and killed:
+            proc.send_signal(signal.SIGTERM)  # to the driver alone, as `kill PID` does
+        elif proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         done.set()
